@@ -1,0 +1,156 @@
+//! The one error type of the crate.
+//!
+//! Every failure a caller can see is one of these variants, with enough
+//! context to act on: which file and offset is corrupt, which table does not
+//! exist, why the database has stopped accepting writes. Bad input and bad
+//! bytes on disk become errors here; they never become panics.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// The result type of every fallible spinney operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused an operation on a file.
+    Io {
+        /// The operation that failed ("read", "sync", "rename", ...).
+        op: &'static str,
+        /// The file or directory it was applied to.
+        path: PathBuf,
+        /// The error the operating system gave.
+        source: io::Error,
+    },
+    /// Bytes on disk are not what spinney wrote: a checksum mismatch, a
+    /// length that runs past the end of a block, an unknown format version.
+    Corruption {
+        /// The file that holds the bad bytes.
+        file: PathBuf,
+        /// The byte offset in that file where the bad region starts.
+        offset: u64,
+        /// What was found there.
+        detail: String,
+    },
+    /// An argument the caller passed is outside what spinney accepts: an
+    /// oversized key or value, a table name with a path separator, a
+    /// contradictory option.
+    InvalidArgument(String),
+    /// No table of this name exists (or it was dropped).
+    NoSuchTable(String),
+    /// `create_table` named a table that already exists.
+    TableExists(String),
+    /// Another `Db` (in this or another process) holds the directory open.
+    Locked {
+        /// The lock file that could not be taken.
+        path: PathBuf,
+    },
+    /// The database stopped accepting writes after an error it cannot
+    /// recover from in place (a failed write or sync of the log, a failed
+    /// flush). Reads keep working; reopening the database recovers.
+    ReadOnly {
+        /// The error that made the database read-only.
+        reason: String,
+    },
+    /// The request is valid but not supported by this build or table kind.
+    Unsupported(String),
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn corruption(
+        file: impl Into<PathBuf>,
+        offset: u64,
+        detail: impl Into<String>,
+    ) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn invalid(detail: impl Into<String>) -> Self {
+        Error::InvalidArgument(detail.into())
+    }
+
+    /// True when the error means bytes on disk are damaged.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+
+    /// A copy of this error for handing to several waiters (the group-commit
+    /// followers of a failed leader). `io::Error` is not `Clone`, so the copy
+    /// keeps its kind and message.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { op, path, source } => Error::Io {
+                op,
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::NoSuchTable(s) => Error::NoSuchTable(s.clone()),
+            Error::TableExists(s) => Error::TableExists(s.clone()),
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::ReadOnly { reason } => Error::ReadOnly {
+                reason: reason.clone(),
+            },
+            Error::Unsupported(s) => Error::Unsupported(s.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { op, path, source } => {
+                write!(f, "I/O error: {op} {}: {source}", path.display())
+            }
+            Error::Corruption { file, offset, detail } => {
+                write!(f, "corruption in {} at offset {offset}: {detail}", file.display())
+            }
+            Error::InvalidArgument(detail) => write!(f, "invalid argument: {detail}"),
+            Error::NoSuchTable(name) => write!(f, "no such table: {name:?}"),
+            Error::TableExists(name) => write!(f, "table already exists: {name:?}"),
+            Error::Locked { path } => write!(
+                f,
+                "database is locked: {} is held by another open database (in this or another process)",
+                path.display()
+            ),
+            Error::ReadOnly { reason } => write!(
+                f,
+                "database refuses writes after an earlier failure ({reason}); reopen it to recover"
+            ),
+            Error::Unsupported(what) => write!(f, "unsupported: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The file-system seam: every byte spinney reads or writes goes through `Fs`.
+//!
+//! `OsFs` is the real thing (std::fs, `fdatasync`, `flock`). `FaultFs` (feature
+//! `testing`) is an in-memory file system that can simulate a crash (losing
+//! everything not synced), tear the last write, and fail a chosen operation
+//! with EIO or ENOSPC, so that tests can drive the engine through failures
+//! that a real disk produces rarely.
+//!
+//! Durability contract, which the engine relies on and `FaultFs` enforces:
+//! - data appended to a file is durable only after `WritableFile::sync`;
+//! - creating, renaming or removing a directory entry is durable only after
+//!   `Fs::sync_dir` on its directory.
+//!
+//! Thread-safety: `Fs` and `RandomAccessFile` are shared by many threads;
+//! a `WritableFile` has one owner at a time.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::Result;
+
+mod os;
+pub use os::OsFs;
+
+#[cfg(feature = "testing")]
+mod fault;
+#[cfg(feature = "testing")]
+pub use fault::{FaultFs, FaultKind};
+
+/// A file system: the operations spinney needs, and nothing more.
+pub trait Fs: Send + Sync + fmt::Debug {
+    /// Creates `path`, truncating it if it exists, for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Renames `from` to `to`, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// The names (not paths) of the entries of a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates a directory and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// True when `path` exists.
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// Takes an exclusive lock on `path` (created if missing), held until the
+    /// returned guard drops. `Error::Locked` if another holder has it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Counters of the I/O done through this file system.
+    fn io_stats(&self) -> &IoStats;
+
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let file = self.open(path)?;
+        let len = file.len();
+        let len = usize::try_from(len).map_err(|_| {
+            crate::error::Error::io(
+                "read",
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    "file too large to read whole",
+                ),
+            )
+        })?;
+        file.read_at(0, len)
+    }
+}
+
+/// A file being written from start to end.
+pub trait WritableFile: Send {
+    /// Appends bytes. They may stay in a user-space buffer until `flush`.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system (they survive a crash of
+    /// the process, not of the machine).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes the file's contents durable.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far (buffered included).
+    fn len(&self) -> u64;
+    /// The file's path, for error messages.
+    fn path(&self) -> &Path;
+}
+
+/// A file read at arbitrary offsets by many threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `len` bytes at `offset`; a read past the end is an I/O
+    /// error of kind `UnexpectedEof`.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// The file's length when it was opened.
+    fn len(&self) -> u64;
+    /// The file's path, for error messages.
+    fn path(&self) -> &Path;
+}
+
+/// Holds a lock taken with `Fs::lock` until dropped.
+pub trait FileLock: Send + Sync + fmt::Debug {}
+
+/// I/O counters: what the engine asked of the file system. Relaxed atomics:
+/// these are statistics, not synchronisation.
+#[derive(Debug, Default)]
+pub struct IoStats {
+    bytes_read: AtomicU64,
+    read_requests: AtomicU64,
+    bytes_written: AtomicU64,
+    write_requests: AtomicU64,
+    syncs: AtomicU64,
+}
+
+/// A copy of `IoStats` at one moment.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IoStatsSnapshot {
+    /// Bytes returned by positional reads.
+    pub bytes_read: u64,
+    /// Positional reads issued.
+    pub read_requests: u64,
+    /// Bytes handed to the operating system by appends.
+    pub bytes_written: u64,
+    /// Write calls issued to the operating system.
+    pub write_requests: u64,
+    /// File and directory syncs.
+    pub syncs: u64,
+}
+
+impl IoStats {
+    pub(crate) fn record_read(&self, bytes: usize) {
+        self.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.read_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_write(&self, bytes: usize) {
+        self.bytes_written
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.write_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_sync(&self) {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> IoStatsSnapshot {
+        IoStatsSnapshot {
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            read_requests: self.read_requests.load(Ordering::Relaxed),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            write_requests: self.write_requests.load(Ordering::Relaxed),
+            syncs: self.syncs.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// `dir/name`.
+pub(crate) fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

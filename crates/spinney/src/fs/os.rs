@@ -1,0 +1,234 @@
+//! `OsFs`: the operating system's file system through `std::fs`.
+//!
+//! Appends are buffered in user space (64 KiB) and handed to the OS on
+//! `flush`; `sync` is `fdatasync` (`File::sync_data`). Directory syncs open
+//! the directory and fsync it, which is how POSIX makes a new or renamed
+//! entry durable. The database lock is an `flock` on the LOCK file, which
+//! conflicts across processes and across separate opens in one process.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{FileLock, Fs, IoStats, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// Appends smaller than this are gathered before a `write` system call.
+const WRITE_BUFFER_BYTES: usize = 64 << 10;
+
+/// The operating system's file system.
+#[derive(Debug, Default)]
+pub struct OsFs {
+    stats: Arc<IoStats>,
+}
+
+impl OsFs {
+    /// A new handle on the OS file system, with its own I/O counters.
+    pub fn new() -> Self {
+        OsFs::default()
+    }
+}
+
+impl Fs for OsFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io("create", path, e))?;
+        Ok(Box::new(OsWritableFile {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            len: 0,
+            stats: Arc::clone(&self.stats),
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        Ok(Arc::new(OsRandomAccessFile {
+            file,
+            len,
+            path: path.to_path_buf(),
+            stats: Arc::clone(&self.stats),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| Error::io("rename", from, e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| Error::io("remove", path, e))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))? {
+            let entry = entry.map_err(|e| Error::io("list", dir, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io("mkdir", dir, e))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let d = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
+        d.sync_all()
+            .map_err(|e| Error::io("sync directory", dir, e))?;
+        self.stats.record_sync();
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        path.try_exists().map_err(|e| Error::io("stat", path, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io("open lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(OsFileLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
+                path: path.to_path_buf(),
+            }),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+        }
+    }
+
+    fn io_stats(&self) -> &IoStats {
+        &self.stats
+    }
+}
+
+#[derive(Debug)]
+struct OsFileLock {
+    // Closing the file releases the flock.
+    _file: File,
+}
+
+impl FileLock for OsFileLock {}
+
+struct OsWritableFile {
+    file: File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    len: u64,
+    stats: Arc<IoStats>,
+}
+
+impl OsWritableFile {
+    fn write_out(&mut self, data: &[u8]) -> Result<()> {
+        self.file
+            .write_all(data)
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        self.stats.record_write(data.len());
+        Ok(())
+    }
+}
+
+impl WritableFile for OsWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.len += data.len() as u64;
+        if self.buf.len() + data.len() <= WRITE_BUFFER_BYTES {
+            self.buf.extend_from_slice(data);
+            return Ok(());
+        }
+        self.flush()?;
+        if data.len() >= WRITE_BUFFER_BYTES {
+            self.write_out(data)
+        } else {
+            self.buf.extend_from_slice(data);
+            Ok(())
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let buf = std::mem::take(&mut self.buf);
+        let result = self.write_out(&buf);
+        self.buf = buf;
+        self.buf.clear();
+        result
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.path, e))?;
+        self.stats.record_sync();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+struct OsRandomAccessFile {
+    file: File,
+    len: u64,
+    path: PathBuf,
+    stats: Arc<IoStats>,
+}
+
+impl RandomAccessFile for OsRandomAccessFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let in_bounds = offset
+            .checked_add(len as u64)
+            .is_some_and(|end| end <= self.len);
+        if !in_bounds {
+            return Err(Error::io(
+                "read",
+                &self.path,
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "read of {len} bytes at offset {offset} past the end ({} bytes)",
+                        self.len
+                    ),
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        self.stats.record_read(len);
+        Ok(buf)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}

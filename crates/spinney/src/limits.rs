@@ -1,0 +1,69 @@
+//! Every size, count and depth limit of the engine, with the reason for it.
+//!
+//! A limit that a caller can reach is checked at the API and answered with
+//! `Error::InvalidArgument`; a limit on bytes read from disk is checked by the
+//! decoder and answered with `Error::Corruption`.
+
+/// Longest key: 64 KiB - 1. Keys are copied into index blocks and compared
+/// on every step of a search; beyond this size a key/value store is the wrong
+/// tool, and bounding it bounds every block's index entry.
+pub const KEY_BYTES_MAX: usize = 65_535;
+
+/// Largest value: 64 MiB. A value lives whole in a memtable and in one data
+/// block, so it must fit comfortably in memory many times over.
+pub const VALUE_BYTES_MAX: usize = 64 << 20;
+
+/// Largest encoded write batch: 512 MiB. A batch is one log record and is
+/// held whole in memory by the commit leader and by recovery.
+pub const BATCH_BYTES_MAX: usize = 512 << 20;
+
+/// Longest table name, in bytes.
+pub const TABLE_NAME_BYTES_MAX: usize = 128;
+
+/// Most tables in one database (live ones; ids of dropped tables are not reused).
+pub const TABLES_MAX: usize = 4096;
+
+/// Smallest and largest data-block target size of an SST.
+pub const BLOCK_BYTES_MIN: usize = 256;
+pub const BLOCK_BYTES_MAX: usize = 4 << 20;
+
+/// Smallest and largest memtable size before it is frozen and flushed.
+pub const WRITE_BUFFER_BYTES_MIN: usize = 64 << 10;
+pub const WRITE_BUFFER_BYTES_MAX: usize = 1 << 30;
+
+/// Largest bloom filter bits per key. Past 30 the false-positive rate is
+/// already below one in a million and more bits only waste memory.
+pub const BLOOM_BITS_PER_KEY_MAX: u32 = 30;
+
+/// Size of one write-ahead-log block (records are framed inside blocks so
+/// that recovery can resynchronise after a damaged region).
+pub const WAL_BLOCK_BYTES: usize = 32 << 10;
+
+/// A log segment is closed and a new one started past this size.
+pub const WAL_SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
+
+/// Largest block (data, index, filter, properties) a decoder accepts from an
+/// SST. Bounds the allocation a corrupt length can cause.
+pub const SST_BLOCK_BYTES_MAX: u64 = 1 << 30;
+
+/// Largest manifest record; bounds the allocation a corrupt length can cause.
+pub const MANIFEST_RECORD_BYTES_MAX: usize = 64 << 20;
+
+/// Number of immutable memtables per table before writers must wait for a
+/// flush. Bounds memory when flushing is slower than writing.
+pub const IMMUTABLE_MEMTABLES_MAX: usize = 4;
+
+/// Sorted runs in L0 before a compaction of L0 into L1 is scheduled.
+pub const L0_COMPACTION_TRIGGER: usize = 4;
+
+/// Sorted runs in L0 at which writers to that table wait for compaction.
+pub const L0_STOP_WRITES: usize = 20;
+
+/// Number of levels of an LSM table, L0 included.
+pub const LSM_LEVELS: usize = 7;
+
+const _: () = assert!(KEY_BYTES_MAX + VALUE_BYTES_MAX < BATCH_BYTES_MAX);
+const _: () = assert!(BLOCK_BYTES_MIN < BLOCK_BYTES_MAX);
+const _: () = assert!(WRITE_BUFFER_BYTES_MIN < WRITE_BUFFER_BYTES_MAX);
+const _: () = assert!(L0_COMPACTION_TRIGGER < L0_STOP_WRITES);
+const _: () = assert!(VALUE_BYTES_MAX as u64 + KEY_BYTES_MAX as u64 * 2 < SST_BLOCK_BYTES_MAX);

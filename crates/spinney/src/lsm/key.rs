@@ -1,0 +1,159 @@
+//! Internal keys: a user key plus the version that wrote it.
+//!
+//! Byte layout (docs/format.md#internal-key):
+//! ```text
+//! internal_key := user_key trailer
+//! trailer      := u64 little-endian, (seqno << 8) | kind
+//! ```
+//! Internal keys order by user key ascending (bytewise), then by trailer
+//! descending, so the newest version of a key comes first. A search for
+//! `(key, snapshot)` seeks to `(key, snapshot, KIND_SEEK)` and lands on the
+//! newest version no newer than the snapshot.
+
+use std::cmp::Ordering;
+
+/// Sequence numbers use the low 56 bits of the trailer.
+pub(crate) const SEQNO_MAX: u64 = (1 << 56) - 1;
+
+/// Length of the trailer appended to every user key.
+pub(crate) const TRAILER_BYTES: usize = 8;
+
+/// What an entry records for its key. On disk: never renumber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// The key was deleted (a tombstone).
+    Delete = 0,
+    /// The key was set to the entry's value.
+    Put = 1,
+}
+
+/// The kind used in seek targets: the largest kind, so that a seek to
+/// `(key, seqno)` lands before every entry of `key` at `seqno` or older.
+pub(crate) const KIND_SEEK: Kind = Kind::Put;
+
+impl Kind {
+    pub(crate) fn from_u8(v: u8) -> Option<Kind> {
+        match v {
+            0 => Some(Kind::Delete),
+            1 => Some(Kind::Put),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn pack_trailer(seqno: u64, kind: Kind) -> u64 {
+    debug_assert!(seqno <= SEQNO_MAX);
+    (seqno << 8) | kind as u64
+}
+
+/// Appends the internal key for `(user_key, seqno, kind)` to `dst`.
+pub(crate) fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seqno: u64, kind: Kind) {
+    dst.extend_from_slice(user_key);
+    dst.extend_from_slice(&pack_trailer(seqno, kind).to_le_bytes());
+}
+
+pub(crate) fn internal_key(user_key: &[u8], seqno: u64, kind: Kind) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + TRAILER_BYTES);
+    append_internal_key(&mut k, user_key, seqno, kind);
+    k
+}
+
+/// An internal key split into its parts. Only built from keys that were
+/// validated (`ParsedKey::parse` returns None for a key too short or with an
+/// unknown kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ParsedKey<'a> {
+    pub user_key: &'a [u8],
+    pub seqno: u64,
+    pub kind: Kind,
+}
+
+impl<'a> ParsedKey<'a> {
+    pub(crate) fn parse(ikey: &'a [u8]) -> Option<ParsedKey<'a>> {
+        let split = ikey.len().checked_sub(TRAILER_BYTES)?;
+        let (user_key, trailer) = ikey.split_at(split);
+        let trailer = u64::from_le_bytes(trailer.try_into().ok()?);
+        let kind = Kind::from_u8((trailer & 0xFF) as u8)?;
+        Some(ParsedKey {
+            user_key,
+            seqno: trailer >> 8,
+            kind,
+        })
+    }
+}
+
+/// The user-key part of an internal key (the whole slice if it is too short
+/// to hold a trailer; such keys never come out of a validated source).
+pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
+    let split = ikey.len().saturating_sub(TRAILER_BYTES);
+    ikey.get(..split).unwrap_or(ikey)
+}
+
+fn trailer(ikey: &[u8]) -> u64 {
+    let split = ikey.len().saturating_sub(TRAILER_BYTES);
+    ikey.get(split..)
+        .and_then(|t| t.try_into().ok())
+        .map(u64::from_le_bytes)
+        .unwrap_or(0)
+}
+
+/// The order of internal keys: user key ascending, then trailer descending.
+pub(crate) fn compare(a: &[u8], b: &[u8]) -> Ordering {
+    match user_key(a).cmp(user_key(b)) {
+        Ordering::Equal => trailer(b).cmp(&trailer(a)),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_versions_sort_first() {
+        let old = internal_key(b"k", 5, Kind::Put);
+        let new = internal_key(b"k", 9, Kind::Delete);
+        assert_eq!(compare(&new, &old), Ordering::Less);
+        let seek = internal_key(b"k", 7, KIND_SEEK);
+        assert_eq!(compare(&seek, &new), Ordering::Greater);
+        assert_eq!(compare(&seek, &old), Ordering::Less);
+    }
+
+    #[test]
+    fn user_key_order_dominates() {
+        let a = internal_key(b"a", 1, Kind::Put);
+        let b = internal_key(b"b", 100, Kind::Put);
+        assert_eq!(compare(&a, &b), Ordering::Less);
+        // A key that is a prefix of another sorts first whatever its trailer.
+        let ab = internal_key(b"ab", 1, Kind::Put);
+        assert_eq!(compare(&a, &ab), Ordering::Less);
+    }
+
+    #[test]
+    fn golden_bytes() {
+        assert_eq!(
+            internal_key(b"k", 0x0102, Kind::Put),
+            [b'k', 0x01, 0x02, 0x01, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn parse_rejects_short_and_unknown_kind() {
+        assert!(ParsedKey::parse(b"short").is_none());
+        let mut k = internal_key(b"x", 3, Kind::Put);
+        if let Some(b) = k.get_mut(1) {
+            *b = 7;
+        }
+        assert!(ParsedKey::parse(&k).is_none());
+        let k = internal_key(b"x", 3, Kind::Delete);
+        assert_eq!(
+            ParsedKey::parse(&k),
+            Some(ParsedKey {
+                user_key: b"x",
+                seqno: 3,
+                kind: Kind::Delete
+            })
+        );
+    }
+}
