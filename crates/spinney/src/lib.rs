@@ -6,7 +6,9 @@ pub mod error;
 pub mod fs;
 pub mod limits;
 pub(crate) mod lsm;
+pub(crate) mod manifest;
 pub mod options;
+pub(crate) mod wal;
 
 pub use error::{Error, Result};
 pub use options::{

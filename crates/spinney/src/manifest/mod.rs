@@ -1,0 +1,394 @@
+//! The manifest: the catalog of tables and the files of every LSM table, as a
+//! log of version edits, plus the atomic switch to a new manifest.
+//!
+//! The manifest is a log file (`MANIFEST-NNNNNN`) in the WAL's record framing;
+//! each record is one `VersionEdit`. `CURRENT` names the live manifest. At
+//! every open the database writes a new manifest holding one edit that
+//! describes the whole state, makes `CURRENT` point to it (write a temporary
+//! file, sync it, rename it over `CURRENT`, sync the directory), and deletes
+//! the old manifest. An edit is durable once its record is synced; an edit
+//! whose record is torn was never acknowledged.
+//!
+//! Byte layout: docs/format.md#manifest.
+#![deny(clippy::indexing_slicing)]
+
+use std::path::Path;
+
+use crate::encoding::{
+    put_length_prefixed, put_u8, put_varint32, put_varint64, DecodeError, Decoder,
+};
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::options::{Compression, TableKind, TableOptions};
+
+/// Field tags of a version edit. On disk: never renumber.
+mod tag {
+    pub const NEXT_FILE_NUMBER: u32 = 1;
+    pub const LAST_SEQNO: u32 = 2;
+    pub const LOG_NUMBER: u32 = 3;
+    pub const NEXT_TABLE_ID: u32 = 4;
+    pub const CREATE_TABLE: u32 = 5;
+    pub const DROP_TABLE: u32 = 6;
+    pub const ADD_FILE: u32 = 7;
+    pub const DELETE_FILE: u32 = 8;
+    pub const FLUSHED_SEQNO: u32 = 9;
+}
+
+/// A table as the catalog records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableRecord {
+    pub id: u32,
+    pub name: String,
+    pub options: TableOptions,
+}
+
+/// An SST as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileRecord {
+    pub number: u64,
+    pub size: u64,
+    pub entries: u64,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+    pub seqno_min: u64,
+    pub seqno_max: u64,
+}
+
+/// A change to the database's state. Applied in order, edits rebuild it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct VersionEdit {
+    pub next_file_number: Option<u64>,
+    pub last_seqno: Option<u64>,
+    /// WAL segments numbered below this hold nothing that is not persisted.
+    pub log_number: Option<u64>,
+    pub next_table_id: Option<u32>,
+    pub created: Vec<TableRecord>,
+    pub dropped: Vec<u32>,
+    /// (table id, level, file)
+    pub added: Vec<(u32, u32, FileRecord)>,
+    /// (table id, level, file number)
+    pub deleted: Vec<(u32, u32, u64)>,
+    /// (table id, seqno): every entry of the table up to seqno is in its SSTs.
+    pub flushed: Vec<(u32, u64)>,
+}
+
+fn put_field(dst: &mut Vec<u8>, tag: u32, payload: &[u8]) {
+    put_varint32(dst, tag);
+    put_length_prefixed(dst, payload);
+}
+
+fn kind_code(kind: TableKind) -> u8 {
+    // On disk: never renumber.
+    match kind {
+        TableKind::Lsm => 1,
+        TableKind::Btree => 2,
+    }
+}
+
+fn compression_code(c: Compression) -> u8 {
+    // On disk: never renumber (the same codes as SST blocks).
+    match c {
+        Compression::None => 0,
+        Compression::Lz4 => 1,
+        Compression::Zstd => 2,
+    }
+}
+
+impl VersionEdit {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut p = Vec::new();
+        let mut field = |out: &mut Vec<u8>, tag: u32, fill: &dyn Fn(&mut Vec<u8>)| {
+            p.clear();
+            fill(&mut p);
+            put_field(out, tag, &p);
+        };
+        if let Some(v) = self.next_file_number {
+            field(&mut out, tag::NEXT_FILE_NUMBER, &|p| put_varint64(p, v));
+        }
+        if let Some(v) = self.last_seqno {
+            field(&mut out, tag::LAST_SEQNO, &|p| put_varint64(p, v));
+        }
+        if let Some(v) = self.log_number {
+            field(&mut out, tag::LOG_NUMBER, &|p| put_varint64(p, v));
+        }
+        if let Some(v) = self.next_table_id {
+            field(&mut out, tag::NEXT_TABLE_ID, &|p| put_varint32(p, v));
+        }
+        for t in &self.created {
+            field(&mut out, tag::CREATE_TABLE, &|p| {
+                put_varint32(p, t.id);
+                put_length_prefixed(p, t.name.as_bytes());
+                put_u8(p, kind_code(t.options.kind));
+                put_u8(p, compression_code(t.options.compression));
+                put_varint32(p, t.options.bloom_bits_per_key);
+                put_varint64(p, t.options.block_size as u64);
+                put_varint64(p, t.options.write_buffer_size as u64);
+            });
+        }
+        for &id in &self.dropped {
+            field(&mut out, tag::DROP_TABLE, &|p| put_varint32(p, id));
+        }
+        for (table, level, f) in &self.added {
+            field(&mut out, tag::ADD_FILE, &|p| {
+                put_varint32(p, *table);
+                put_varint32(p, *level);
+                put_varint64(p, f.number);
+                put_varint64(p, f.size);
+                put_varint64(p, f.entries);
+                put_length_prefixed(p, &f.smallest);
+                put_length_prefixed(p, &f.largest);
+                put_varint64(p, f.seqno_min);
+                put_varint64(p, f.seqno_max);
+            });
+        }
+        for &(table, level, number) in &self.deleted {
+            field(&mut out, tag::DELETE_FILE, &|p| {
+                put_varint32(p, table);
+                put_varint32(p, level);
+                put_varint64(p, number);
+            });
+        }
+        for &(table, seqno) in &self.flushed {
+            field(&mut out, tag::FLUSHED_SEQNO, &|p| {
+                put_varint32(p, table);
+                put_varint64(p, seqno);
+            });
+        }
+        out
+    }
+
+    /// Decodes one edit. Errors carry offsets relative to `record`.
+    pub(crate) fn decode(record: &[u8]) -> Result<VersionEdit, DecodeError> {
+        let mut edit = VersionEdit::default();
+        let mut d = Decoder::new(record);
+        while !d.is_empty() {
+            let field_start = d.pos();
+            let t = d.varint32()?;
+            let payload =
+                d.length_prefixed(limits::MANIFEST_RECORD_BYTES_MAX, "manifest field length")?;
+            let base = d.pos() - payload.len();
+            let mut p = Decoder::new(payload);
+            let shift = |e: DecodeError| DecodeError {
+                offset: base + e.offset,
+                what: e.what,
+            };
+            match t {
+                tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(p.varint64().map_err(shift)?),
+                tag::LAST_SEQNO => edit.last_seqno = Some(p.varint64().map_err(shift)?),
+                tag::LOG_NUMBER => edit.log_number = Some(p.varint64().map_err(shift)?),
+                tag::NEXT_TABLE_ID => edit.next_table_id = Some(p.varint32().map_err(shift)?),
+                tag::CREATE_TABLE => edit.created.push(decode_table(&mut p).map_err(shift)?),
+                tag::DROP_TABLE => edit.dropped.push(p.varint32().map_err(shift)?),
+                tag::ADD_FILE => {
+                    let table = p.varint32().map_err(shift)?;
+                    let level = p.varint32().map_err(shift)?;
+                    let file = decode_file(&mut p).map_err(shift)?;
+                    edit.added.push((table, level, file));
+                }
+                tag::DELETE_FILE => {
+                    let table = p.varint32().map_err(shift)?;
+                    let level = p.varint32().map_err(shift)?;
+                    let number = p.varint64().map_err(shift)?;
+                    edit.deleted.push((table, level, number));
+                }
+                tag::FLUSHED_SEQNO => {
+                    let table = p.varint32().map_err(shift)?;
+                    let seqno = p.varint64().map_err(shift)?;
+                    edit.flushed.push((table, seqno));
+                }
+                _ => {
+                    return Err(DecodeError {
+                        offset: field_start,
+                        what: "unknown manifest field tag (written by a newer spinney?)",
+                    })
+                }
+            }
+            if !p.is_empty() {
+                return Err(DecodeError {
+                    offset: base + p.pos(),
+                    what: "bytes after a manifest field",
+                });
+            }
+        }
+        Ok(edit)
+    }
+}
+
+fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
+    let id = p.varint32()?;
+    let name_at = p.pos();
+    let name = p.length_prefixed(limits::TABLE_NAME_BYTES_MAX, "table name")?;
+    let name = std::str::from_utf8(name)
+        .map_err(|_| DecodeError {
+            offset: name_at,
+            what: "table name is not UTF-8",
+        })?
+        .to_string();
+    let kind_at = p.pos();
+    let kind = match p.u8("table kind")? {
+        1 => TableKind::Lsm,
+        2 => TableKind::Btree,
+        _ => {
+            return Err(DecodeError {
+                offset: kind_at,
+                what: "unknown table kind",
+            })
+        }
+    };
+    let c_at = p.pos();
+    let compression = match p.u8("compression")? {
+        0 => Compression::None,
+        1 => Compression::Lz4,
+        2 => Compression::Zstd,
+        _ => {
+            return Err(DecodeError {
+                offset: c_at,
+                what: "unknown compression",
+            })
+        }
+    };
+    let bloom_bits_per_key = p.varint32()?;
+    let block_size = usize::try_from(p.varint64()?).map_err(|_| p.error("block size"))?;
+    let write_buffer_size =
+        usize::try_from(p.varint64()?).map_err(|_| p.error("write buffer size"))?;
+    let options = TableOptions {
+        kind,
+        compression,
+        bloom_bits_per_key,
+        block_size,
+        write_buffer_size,
+    };
+    if options.validate().is_err() {
+        return Err(DecodeError {
+            offset: kind_at,
+            what: "table options outside their limits",
+        });
+    }
+    Ok(TableRecord { id, name, options })
+}
+
+fn decode_file(p: &mut Decoder<'_>) -> Result<FileRecord, DecodeError> {
+    let number = p.varint64()?;
+    let size = p.varint64()?;
+    let entries = p.varint64()?;
+    let smallest = p
+        .length_prefixed(limits::KEY_BYTES_MAX + 8, "smallest key")?
+        .to_vec();
+    let largest = p
+        .length_prefixed(limits::KEY_BYTES_MAX + 8, "largest key")?
+        .to_vec();
+    let seqno_min = p.varint64()?;
+    let seqno_max = p.varint64()?;
+    Ok(FileRecord {
+        number,
+        size,
+        entries,
+        smallest,
+        largest,
+        seqno_min,
+        seqno_max,
+    })
+}
+
+/// The name of the manifest with file number `number`.
+pub(crate) fn manifest_name(number: u64) -> String {
+    format!("MANIFEST-{number:06}")
+}
+
+/// Parses the contents of `CURRENT`.
+pub(crate) fn parse_current(path: &Path, contents: &[u8]) -> Result<u64> {
+    let text = std::str::from_utf8(contents)
+        .map_err(|_| Error::corruption(path, 0, "CURRENT is not UTF-8"))?;
+    let name = text.strip_suffix('\n').unwrap_or(text);
+    name.strip_prefix("MANIFEST-")
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| {
+            Error::corruption(
+                path,
+                0,
+                format!("CURRENT does not name a manifest: {name:?}"),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> VersionEdit {
+        VersionEdit {
+            next_file_number: Some(12),
+            last_seqno: Some(1 << 40),
+            log_number: Some(9),
+            next_table_id: Some(3),
+            created: vec![TableRecord {
+                id: 2,
+                name: "users".into(),
+                options: TableOptions::default(),
+            }],
+            dropped: vec![1],
+            added: vec![(
+                2,
+                0,
+                FileRecord {
+                    number: 11,
+                    size: 4096,
+                    entries: 10,
+                    smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
+                    largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
+                    seqno_min: 1,
+                    seqno_max: 10,
+                },
+            )],
+            deleted: vec![(2, 1, 5)],
+            flushed: vec![(2, 10)],
+        }
+    }
+
+    #[test]
+    fn edit_round_trips() {
+        let e = sample();
+        assert_eq!(VersionEdit::decode(&e.encode()).expect("decodes"), e);
+        assert_eq!(
+            VersionEdit::decode(&[]).expect("empty"),
+            VersionEdit::default()
+        );
+    }
+
+    #[test]
+    fn golden_bytes_of_a_small_edit() {
+        let e = VersionEdit {
+            next_file_number: Some(5),
+            flushed: vec![(1, 300)],
+            ..VersionEdit::default()
+        };
+        assert_eq!(e.encode(), [1, 1, 5, 9, 3, 1, 0xAC, 0x02]);
+    }
+
+    #[test]
+    fn damaged_edits_are_errors_never_panics() {
+        let bytes = sample().encode();
+        for cut in 0..bytes.len() {
+            let _ = VersionEdit::decode(bytes.get(..cut).expect("in range"));
+        }
+        for pos in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut b = bytes.clone();
+                if let Some(x) = b.get_mut(pos) {
+                    *x ^= 1 << bit;
+                }
+                let _ = VersionEdit::decode(&b);
+            }
+        }
+        assert!(VersionEdit::decode(&[99, 0]).is_err());
+    }
+
+    #[test]
+    fn current_parsing() {
+        let p = Path::new("CURRENT");
+        assert_eq!(parse_current(p, b"MANIFEST-000007\n").expect("ok"), 7);
+        assert!(parse_current(p, b"garbage").is_err());
+        assert!(parse_current(p, &[0xFF]).is_err());
+    }
+}
