@@ -57,6 +57,8 @@ pub enum Error {
     },
     /// The request is valid but not supported by this build or table kind.
     Unsupported(String),
+    /// The database was closed; the handle used can no longer reach it.
+    Closed,
 }
 
 impl Error {
@@ -116,6 +118,7 @@ impl Error {
                 reason: reason.clone(),
             },
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
+            Error::Closed => Error::Closed,
         }
     }
 }
@@ -142,6 +145,7 @@ impl fmt::Display for Error {
                 "database refuses writes after an earlier failure ({reason}); reopen it to recover"
             ),
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
+            Error::Closed => write!(f, "the database is closed"),
         }
     }
 }

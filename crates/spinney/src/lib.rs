@@ -1,6 +1,39 @@
-//! spinney: an embedded storage engine whose tables are B-trees or LSM trees.
+//! spinney: an embedded storage engine whose tables are B-trees or LSM
+//! trees, chosen per table, in one database with one write-ahead log, one
+//! cache budget, one background worker, and atomic writes across tables.
+//!
+//! This release provides LSM tables; B-tree tables come next and will take
+//! the same API (`TableOptions::kind`).
+//!
+//! ```
+//! # fn main() -> spinney::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! use spinney::{Db, Durability, Options, TableOptions, WriteBatch};
+//!
+//! let db = Db::open(dir.path(), Options { durability: Durability::Full, ..Options::default() })?;
+//! let accounts = db.create_table("accounts", TableOptions::default())?;
+//! let audit = db.create_table("audit", TableOptions::default())?;
+//!
+//! // One atomic commit over two tables.
+//! let mut batch = WriteBatch::new();
+//! batch.put(&accounts, b"alice", b"90");
+//! batch.put(&accounts, b"bob", b"110");
+//! batch.put(&audit, b"0001", b"alice->bob 10");
+//! db.write(batch)?;
+//!
+//! let snapshot = db.snapshot();
+//! accounts.put(b"alice", b"0")?;
+//! assert_eq!(snapshot.get(&accounts, b"alice")?, Some(b"90".to_vec()));
+//! assert_eq!(accounts.get(b"alice")?, Some(b"0".to_vec()));
+//!
+//! let newest_first: Vec<_> = accounts.iter()?.rev().collect::<spinney::Result<_>>()?;
+//! assert_eq!(newest_first[0].0, b"bob");
+//! # Ok(()) }
+//! ```
 
+mod batch;
 pub(crate) mod cache;
+mod db;
 pub(crate) mod encoding;
 pub mod error;
 pub mod fs;
@@ -10,6 +43,11 @@ pub(crate) mod manifest;
 pub mod options;
 pub(crate) mod wal;
 
+pub use batch::WriteBatch;
+pub use cache::CacheStats;
+pub use db::{
+    Cursor, Db, LevelStats, Range, ReadOptions, Snapshot, Stats, Table, TableInfo, TableStats,
+};
 pub use error::{Error, Result};
 pub use options::{
     Compression, Durability, Options, TableKind, TableOptions, WalRecovery, WriteOptions,

@@ -1,0 +1,873 @@
+//! `Db`: the database. Open and close, the table catalog, writes, reads,
+//! snapshots, and the handles users hold (`Table`, `Snapshot`, `Cursor`).
+//!
+//! Thread-safety: `Db` is `Send + Sync`; share it by reference or in an
+//! `Arc`. Writers go through one group-commit queue (`write.rs`); readers take
+//! a table's `SuperVersion` and read without locks; one background worker
+//! flushes and compacts (`work.rs`).
+//!
+//! Lock order, to stay free of deadlocks: `writers` → `bg` → `vs` → `wal`
+//! → a table's super-version lock; a thread holding a later lock never takes
+//! an earlier one.
+
+mod open;
+mod stats;
+mod work;
+mod write;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+pub use stats::{LevelStats, Stats, TableStats};
+
+use crate::batch::WriteBatch;
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, Fs};
+use crate::limits;
+use crate::lsm::cursor::LsmCursor;
+use crate::lsm::table::LsmTable;
+use crate::lsm::version::Version;
+use crate::manifest::{TableRecord, VersionEdit};
+use crate::options::{Options, TableKind, TableOptions, WriteOptions};
+use crate::wal::writer::LogWriter;
+
+static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn sst_name(number: u64) -> String {
+    format!("{number:06}.sst")
+}
+
+pub(crate) fn wal_name(number: u64) -> String {
+    format!("{number:06}.wal")
+}
+
+/// The number in a file name of the form `NNNNNN.<ext>`.
+pub(crate) fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// A WAL segment and the last seqno written to it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    pub number: u64,
+    pub last_seqno: u64,
+}
+
+pub(crate) struct Wal {
+    pub writer: LogWriter,
+    pub number: u64,
+    /// Closed segments (synced when closed), oldest first; the open one is `number`.
+    pub closed: Vec<Segment>,
+    pub last_seqno: u64,
+    /// Every record up to this seqno has been synced.
+    pub synced_seqno: u64,
+    /// Every record up to this seqno has reached the OS.
+    pub flushed_seqno: u64,
+}
+
+pub(crate) struct VersionSet {
+    pub manifest: LogWriter,
+    pub manifest_number: u64,
+    pub next_table_id: u32,
+    pub tables: BTreeMap<String, Arc<LsmTable>>,
+    pub pending_outputs: HashSet<u64>,
+    pub live_versions: Vec<Weak<Version>>,
+}
+
+impl VersionSet {
+    pub(crate) fn by_id(&self) -> HashMap<u32, Arc<LsmTable>> {
+        self.tables
+            .values()
+            .map(|t| (t.id, Arc::clone(t)))
+            .collect()
+    }
+
+    /// Appends `edit` to the manifest and syncs it: the edit is durable.
+    pub(crate) fn log(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.manifest.add_record(&edit.encode())?;
+        self.manifest.sync()
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct BgState {
+    pub shutdown: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub commits: AtomicU64,
+    pub commit_groups: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub stalls: AtomicU64,
+    pub stall_micros: AtomicU64,
+}
+
+pub(crate) struct DbInner {
+    pub id: u64,
+    pub dir: PathBuf,
+    pub fs: Arc<dyn Fs>,
+    pub options: Options,
+    pub cache: Arc<Cache>,
+    _lock: Box<dyn FileLock>,
+    /// The last seqno assigned to a write (by the commit leader).
+    pub last_seqno: AtomicU64,
+    /// The next file number to hand out (SSTs, log segments, manifests).
+    pub next_file_number: AtomicU64,
+    /// The last seqno whose batch is wholly in the memtables: reads see up to here.
+    pub visible_seqno: AtomicU64,
+    pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
+    pub wal: Mutex<Wal>,
+    pub vs: Mutex<VersionSet>,
+    pub bg: Mutex<BgState>,
+    /// Signalled when there may be background work.
+    pub bg_work: Condvar,
+    /// Signalled when a background job ends (stalled writers and waiters recheck).
+    pub bg_done: Condvar,
+    pub read_only: Mutex<Option<String>>,
+    pub poisoned: AtomicBool,
+    pub closed: AtomicBool,
+    pub snapshots: Mutex<BTreeMap<u64, usize>>,
+    pub counters: Counters,
+}
+
+impl DbInner {
+    /// A new file number, reserved against the file cleaner until released.
+    pub(crate) fn new_output_number(&self) -> u64 {
+        let mut vs = self.vs.lock();
+        let n = self.next_file_number.fetch_add(1, Ordering::AcqRel);
+        vs.pending_outputs.insert(n);
+        n
+    }
+
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.poisoned.load(Ordering::Acquire) {
+            let reason = self.read_only.lock().clone().unwrap_or_default();
+            return Err(Error::ReadOnly { reason });
+        }
+        Ok(())
+    }
+
+    /// Makes the database refuse writes from now on, keeping the first reason.
+    pub(crate) fn poison(&self, reason: String) {
+        let mut r = self.read_only.lock();
+        if r.is_none() {
+            *r = Some(reason);
+        }
+        self.poisoned.store(true, Ordering::Release);
+        drop(r);
+        let _bg = self.bg.lock();
+        self.bg_done.notify_all();
+    }
+
+    /// The smallest seqno any live snapshot or reader may still read at.
+    pub(crate) fn oldest_snapshot(&self) -> u64 {
+        let snaps = self.snapshots.lock();
+        let visible = self.visible_seqno.load(Ordering::Acquire);
+        snaps.keys().next().copied().unwrap_or(visible).min(visible)
+    }
+
+    pub(crate) fn table(&self, name: &str) -> Result<Arc<LsmTable>> {
+        self.vs
+            .lock()
+            .tables
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTable(name.to_string()))
+    }
+}
+
+/// A spinney database: a directory of named tables sharing one log, one
+/// cache and one background worker.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::{Db, Options, TableOptions};
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let t = db.create_table("events", TableOptions::default())?;
+/// t.put(b"2026-11-22T10:00", b"login")?;
+/// assert_eq!(t.get(b"2026-11-22T10:00")?, Some(b"login".to_vec()));
+/// for entry in t.range(&b"2026"[..]..&b"2027"[..])? {
+///     let (key, value) = entry?;
+///     println!("{:?} = {:?}", key, value);
+/// }
+/// db.close()?;
+/// # Ok(()) }
+/// ```
+pub struct Db {
+    inner: Arc<DbInner>,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// A table's name, kind and options, as the catalog records them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableInfo {
+    /// The table's name.
+    pub name: String,
+    /// Its options (kind included).
+    pub options: TableOptions,
+}
+
+impl Db {
+    /// Opens the database in `path`, creating it if `options.create_if_missing`,
+    /// and recovers what the log holds. `Error::Locked` if another `Db` has it
+    /// open.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(open::open(path.as_ref(), options)?);
+        let worker_inner = Arc::clone(&inner);
+        let worker = std::thread::Builder::new()
+            .name("spinney-bg".into())
+            .spawn(move || work::background_loop(&worker_inner))
+            .map_err(|e| Error::io("spawn background thread", path.as_ref(), e))?;
+        Ok(Db {
+            inner,
+            worker: Some(worker),
+        })
+    }
+
+    /// Creates a table. `Error::TableExists` if the name is taken.
+    pub fn create_table(&self, name: &str, options: TableOptions) -> Result<Table> {
+        let inner = &self.inner;
+        inner.check_writable()?;
+        validate_table_name(name)?;
+        options.validate()?;
+        if options.kind == TableKind::Btree {
+            return Err(Error::Unsupported(
+                "B-tree tables are not available yet; create an LSM table".into(),
+            ));
+        }
+        let mut vs = inner.vs.lock();
+        if vs.tables.contains_key(name) {
+            return Err(Error::TableExists(name.to_string()));
+        }
+        if vs.tables.len() >= limits::TABLES_MAX {
+            return Err(Error::invalid(format!(
+                "a database holds at most {} tables",
+                limits::TABLES_MAX
+            )));
+        }
+        let id = vs.next_table_id;
+        // Entries of a new table are all newer than now: none is persisted yet,
+        // and none is older than the current last seqno.
+        let flushed = inner.last_seqno.load(Ordering::Acquire);
+        let edit = VersionEdit {
+            next_table_id: Some(id + 1),
+            created: vec![TableRecord {
+                id,
+                name: name.to_string(),
+                options: options.clone(),
+            }],
+            flushed: vec![(id, flushed)],
+            ..VersionEdit::default()
+        };
+        if let Err(e) = vs.log(&edit) {
+            drop(vs);
+            inner.poison(format!("writing the manifest failed: {e}"));
+            return Err(e);
+        }
+        vs.next_table_id = id + 1;
+        let core = Arc::new(LsmTable::new(
+            id,
+            name.to_string(),
+            options,
+            Version::empty(),
+            flushed,
+        ));
+        vs.live_versions
+            .push(Arc::downgrade(&core.super_version().version));
+        vs.tables.insert(name.to_string(), Arc::clone(&core));
+        Ok(Table {
+            db: Arc::clone(inner),
+            core,
+        })
+    }
+
+    /// The table named `name`.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        self.inner.check_open()?;
+        Ok(Table {
+            db: Arc::clone(&self.inner),
+            core: self.inner.table(name)?,
+        })
+    }
+
+    /// The table named `name`, created with `options` if it does not exist.
+    pub fn open_table(&self, name: &str, options: TableOptions) -> Result<Table> {
+        match self.table(name) {
+            Err(Error::NoSuchTable(_)) => self.create_table(name, options),
+            other => other,
+        }
+    }
+
+    /// Every table, by name.
+    pub fn tables(&self) -> Vec<TableInfo> {
+        self.inner
+            .vs
+            .lock()
+            .tables
+            .values()
+            .map(|t| TableInfo {
+                name: t.name.clone(),
+                options: t.options.clone(),
+            })
+            .collect()
+    }
+
+    /// Drops a table and, once no reader needs them, its files.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let inner = &self.inner;
+        inner.check_writable()?;
+        let table = inner.table(name)?;
+        work::acquire_table(inner, &table)?;
+        let mut vs = inner.vs.lock();
+        let edit = VersionEdit {
+            dropped: vec![table.id],
+            ..VersionEdit::default()
+        };
+        let logged = vs.log(&edit);
+        if logged.is_ok() {
+            vs.tables.remove(name);
+            table.dropped.store(true, Ordering::Release);
+        }
+        drop(vs);
+        work::release_table(inner, &table);
+        if let Err(e) = logged {
+            inner.poison(format!("writing the manifest failed: {e}"));
+            return Err(e);
+        }
+        work::delete_obsolete_files(inner);
+        Ok(())
+    }
+
+    /// Commits a batch with the database's durability.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        write::write(&self.inner, batch, WriteOptions::default())
+    }
+
+    /// Commits a batch with per-write options.
+    pub fn write_with(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
+        write::write(&self.inner, batch, options)
+    }
+
+    /// A consistent view of every table as of now, kept until dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(&self.inner)
+    }
+
+    /// Flushes every table's memtables to SSTs and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.check_writable()?;
+        let tables: Vec<_> = self.inner.vs.lock().tables.values().cloned().collect();
+        for t in tables {
+            work::flush_table_now(&self.inner, &t)?;
+        }
+        Ok(())
+    }
+
+    /// Blocks until no flush or compaction is pending.
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        work::wait_idle(&self.inner)
+    }
+
+    /// Counters, per-table shapes, cache and I/O figures.
+    pub fn stats(&self) -> Stats {
+        stats::collect(&self.inner)
+    }
+
+    /// Reads every file of every table and checks checksums, key order and
+    /// the level invariants; returns the number of entries checked.
+    pub fn verify(&self) -> Result<u64> {
+        work::verify(&self.inner)
+    }
+
+    /// The directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Closes the database: stops background work at a clean point and syncs
+    /// the log. Dropping a `Db` does the same but cannot report an error.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        let Some(worker) = self.worker.take() else {
+            return Ok(());
+        };
+        {
+            let mut bg = self.inner.bg.lock();
+            bg.shutdown = true;
+            self.inner.bg_work.notify_all();
+            self.inner.bg_done.notify_all();
+        }
+        let _ = worker.join();
+        // Let queued writers finish, then refuse new ones.
+        let writers = self.inner.writers.lock();
+        self.inner.closed.store(true, Ordering::Release);
+        drop(writers);
+        let mut wal = self.inner.wal.lock();
+        if self.inner.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let last = wal.last_seqno;
+        wal.writer.sync()?;
+        wal.synced_seqno = last;
+        wal.flushed_seqno = last;
+        Ok(())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+fn validate_table_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > limits::TABLE_NAME_BYTES_MAX {
+        return Err(Error::invalid(format!(
+            "table name must be 1 to {} bytes long, got {}",
+            limits::TABLE_NAME_BYTES_MAX,
+            name.len()
+        )));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(Error::invalid(format!(
+            "table name {name:?} may hold only letters, digits, '_', '-' and '.'"
+        )));
+    }
+    Ok(())
+}
+
+/// A handle on one table. Cheap to clone; valid until the table is dropped
+/// or the database closed.
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) db: Arc<DbInner>,
+    pub(crate) core: Arc<LsmTable>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.core.name)
+            .field("kind", &self.core.options.kind)
+            .finish()
+    }
+}
+
+impl Table {
+    pub(crate) fn db_id(&self) -> u64 {
+        self.db.id
+    }
+
+    fn check(&self) -> Result<()> {
+        self.db.check_open()?;
+        if self.core.dropped.load(Ordering::Acquire) {
+            return Err(Error::NoSuchTable(self.core.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    /// The table's options.
+    pub fn options(&self) -> &TableOptions {
+        &self.core.options
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(self, key, value);
+        write::write(&self.db, b, WriteOptions::default())
+    }
+
+    /// Deletes `key` (not an error if it is absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(self, key);
+        write::write(&self.db, b, WriteOptions::default())
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check()?;
+        check_key(key)?;
+        self.core
+            .get(key, self.db.visible_seqno.load(Ordering::Acquire))
+    }
+
+    /// A cursor over the whole table at the current state.
+    pub fn cursor(&self) -> Result<Cursor> {
+        self.cursor_with(&ReadOptions::default())
+    }
+
+    /// A cursor with bounds and, optionally, a snapshot.
+    pub fn cursor_with(&self, options: &ReadOptions<'_>) -> Result<Cursor> {
+        self.check()?;
+        let seqno = self.read_seqno(options.snapshot)?;
+        let inner = self
+            .core
+            .cursor(seqno, options.lower.clone(), options.upper.clone())?;
+        Ok(Cursor { inner })
+    }
+
+    fn read_seqno(&self, snapshot: Option<&Snapshot>) -> Result<u64> {
+        match snapshot {
+            Some(s) if s.db.id != self.db.id => {
+                Err(Error::invalid("snapshot belongs to another database"))
+            }
+            Some(s) => Ok(s.seqno),
+            None => Ok(self.db.visible_seqno.load(Ordering::Acquire)),
+        }
+    }
+
+    /// The entries whose keys fall in `range`, in key order (reverse with `.rev()`).
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
+        let lower = owned_bound(range.start_bound());
+        let upper = owned_bound(range.end_bound());
+        Range::new(self, None, lower, upper)
+    }
+
+    /// Every entry, in key order.
+    pub fn iter(&self) -> Result<Range> {
+        Range::new(self, None, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// Flushes this table's memtables to SSTs and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        self.check()?;
+        self.db.check_writable()?;
+        work::flush_table_now(&self.db, &self.core)
+    }
+
+    /// Flushes, then merges every file into the last level, dropping deleted
+    /// and overwritten entries that no snapshot can see.
+    pub fn compact_all(&self) -> Result<()> {
+        self.flush()?;
+        work::compact_all(&self.db, &self.core)
+    }
+}
+
+pub(crate) fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > limits::KEY_BYTES_MAX {
+        return Err(Error::invalid(format!(
+            "key of {} bytes is longer than the limit of {} bytes",
+            key.len(),
+            limits::KEY_BYTES_MAX
+        )));
+    }
+    Ok(())
+}
+
+fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Options of a read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot instead of the current state.
+    pub snapshot: Option<&'a Snapshot>,
+    /// Smallest key a cursor shows.
+    pub lower: Bound<Vec<u8>>,
+    /// Largest key a cursor shows.
+    pub upper: Bound<Vec<u8>>,
+}
+
+impl Default for ReadOptions<'_> {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+}
+
+/// A frozen view of the whole database: reads through it see the state at
+/// the moment it was taken, whatever is written after.
+pub struct Snapshot {
+    db: Arc<DbInner>,
+    seqno: u64,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("seqno", &self.seqno)
+            .finish()
+    }
+}
+
+impl Snapshot {
+    fn new(db: &Arc<DbInner>) -> Snapshot {
+        let mut snaps = db.snapshots.lock();
+        let seqno = db.visible_seqno.load(Ordering::Acquire);
+        *snaps.entry(seqno).or_insert(0) += 1;
+        Snapshot {
+            db: Arc::clone(db),
+            seqno,
+        }
+    }
+
+    /// The value of `key` in `table` as of the snapshot.
+    pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        table.check()?;
+        check_key(key)?;
+        let seqno = table.read_seqno(Some(self))?;
+        table.core.get(key, seqno)
+    }
+
+    /// The entries of `table` in `range` as of the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        table: &Table,
+        range: R,
+    ) -> Result<Range> {
+        let lower = owned_bound(range.start_bound());
+        let upper = owned_bound(range.end_bound());
+        Range::new(table, Some(self), lower, upper)
+    }
+
+    /// The sequence number the snapshot reads at.
+    pub fn seqno(&self) -> u64 {
+        self.seqno
+    }
+}
+
+impl Clone for Snapshot {
+    fn clone(&self) -> Self {
+        *self.db.snapshots.lock().entry(self.seqno).or_insert(0) += 1;
+        Snapshot {
+            db: Arc::clone(&self.db),
+            seqno: self.seqno,
+        }
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.db.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seqno) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seqno);
+            }
+        }
+    }
+}
+
+/// A movable position in a table: seek, step both ways, read the entry.
+/// It sees one consistent state, the one of its creation (or its snapshot).
+pub struct Cursor {
+    inner: LsmCursor,
+}
+
+impl Cursor {
+    /// True when on an entry.
+    pub fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    /// The current key. Empty when not valid.
+    pub fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    /// The current value. Empty when not valid.
+    pub fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    /// The first entry.
+    pub fn seek_to_first(&mut self) {
+        self.inner.seek_to_first()
+    }
+    /// The last entry.
+    pub fn seek_to_last(&mut self) {
+        self.inner.seek_to_last()
+    }
+    /// The first entry with a key `>= key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.inner.seek(key)
+    }
+    /// The last entry with a key `<= key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.inner.seek_for_prev(key)
+    }
+    /// The next entry.
+    pub fn next(&mut self) {
+        self.inner.next()
+    }
+    /// The previous entry.
+    pub fn prev(&mut self) {
+        self.inner.prev()
+    }
+    /// The error that stopped the cursor, if any. Check it when `valid()`
+    /// turns false: a corrupt block ends iteration with an error, not silently.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// The entries of a key range, as a double-ended iterator of
+/// `Result<(key, value)>`. Forward and backward ends meet without overlap.
+pub struct Range {
+    front: Cursor,
+    back: Option<Cursor>,
+    table: Table,
+    seqno: u64,
+    started_front: bool,
+    last_front: Option<Vec<u8>>,
+    last_back: Option<Vec<u8>>,
+    done: bool,
+    sv: Arc<crate::lsm::table::SuperVersion>,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+}
+
+impl Range {
+    fn new(
+        table: &Table,
+        snapshot: Option<&Snapshot>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> Result<Range> {
+        table.check()?;
+        let seqno = table.read_seqno(snapshot)?;
+        let sv = table.core.super_version();
+        let front = Cursor {
+            inner: table
+                .core
+                .cursor_from(&sv, seqno, lower.clone(), upper.clone())?,
+        };
+        Ok(Range {
+            front,
+            back: None,
+            table: table.clone(),
+            seqno,
+            started_front: false,
+            last_front: None,
+            last_back: None,
+            done: false,
+            sv,
+            lower,
+            upper,
+        })
+    }
+
+    fn finish(&mut self, status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        self.done = true;
+        status.err().map(Err)
+    }
+}
+
+impl Iterator for Range {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.started_front {
+            self.front.next();
+        } else {
+            self.started_front = true;
+            self.front.seek_to_first();
+        }
+        if !self.front.valid() {
+            let status = self.front.status();
+            return self.finish(status);
+        }
+        let key = self.front.key();
+        if self.last_back.as_deref().is_some_and(|b| key >= b) {
+            return self.finish(Ok(()));
+        }
+        self.last_front = Some(key.to_vec());
+        Some(Ok((key.to_vec(), self.front.value().to_vec())))
+    }
+}
+
+impl DoubleEndedIterator for Range {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let back = match &mut self.back {
+            Some(b) => {
+                b.prev();
+                b
+            }
+            None => {
+                let inner = match self.table.core.cursor_from(
+                    &self.sv,
+                    self.seqno,
+                    self.lower.clone(),
+                    self.upper.clone(),
+                ) {
+                    Ok(c) => c,
+                    Err(e) => return self.finish(Err(e)),
+                };
+                let b = self.back.insert(Cursor { inner });
+                b.seek_to_last();
+                b
+            }
+        };
+        if !back.valid() {
+            let status = back.status();
+            return self.finish(status);
+        }
+        let key = back.key().to_vec();
+        let value = back.value().to_vec();
+        if self
+            .last_front
+            .as_deref()
+            .is_some_and(|f| key.as_slice() <= f)
+        {
+            return self.finish(Ok(()));
+        }
+        self.last_back = Some(key.clone());
+        Some(Ok((key, value)))
+    }
+}

@@ -1,0 +1,455 @@
+//! Opening a database: lock, read the manifest, replay the log, persist what
+//! was recovered, and start a clean manifest and log segment.
+//!
+//! Recovery order, chosen so that a crash at any step leaves a database the
+//! next open recovers the same way:
+//! 1. replay the manifest named by CURRENT (a torn last record is dropped);
+//! 2. replay every log segment numbered at or above the manifest's log
+//!    number into memtables, skipping entries a table already persisted;
+//! 3. write the recovered memtables to L0 SSTs (synced);
+//! 4. write a new manifest holding the whole state, with a log number past
+//!    every old segment, and switch CURRENT to it;
+//! 5. start a new log segment; delete old segments, the old manifest, and
+//!    SSTs no table references.
+//!
+//! Until step 4 completes, the old manifest and segments still describe the
+//! database; after it, the new ones do and the old files are garbage.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, VersionSet, Wal};
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::lsm::iter::InternalIterator;
+use crate::lsm::table::{file_record, write_merged, DropPolicy, LsmTable};
+use crate::lsm::version::{FileMeta, Version};
+use crate::manifest::{manifest_name, parse_current, FileRecord, TableRecord, VersionEdit};
+use crate::options::{Options, WalRecovery};
+use crate::wal::batch::DecodedBatch;
+use crate::wal::reader::{LogReader, Read};
+use crate::wal::writer::LogWriter;
+
+const CURRENT: &str = "CURRENT";
+const CURRENT_TMP: &str = "CURRENT.tmp";
+const LOCK: &str = "LOCK";
+
+struct TableState {
+    record: TableRecord,
+    levels: Vec<BTreeMap<u64, FileRecord>>,
+    flushed_seqno: u64,
+}
+
+#[derive(Default)]
+struct Recovered {
+    next_file_number: u64,
+    last_seqno: u64,
+    log_number: u64,
+    next_table_id: u32,
+    tables: BTreeMap<u32, TableState>,
+}
+
+impl Recovered {
+    fn apply(&mut self, edit: VersionEdit, path: &Path, offset: u64) -> Result<()> {
+        let bad = |detail: String| Error::corruption(path, offset, detail);
+        if let Some(n) = edit.next_file_number {
+            self.next_file_number = self.next_file_number.max(n);
+        }
+        if let Some(s) = edit.last_seqno {
+            self.last_seqno = self.last_seqno.max(s);
+        }
+        if let Some(l) = edit.log_number {
+            self.log_number = self.log_number.max(l);
+        }
+        if let Some(t) = edit.next_table_id {
+            self.next_table_id = self.next_table_id.max(t);
+        }
+        for record in edit.created {
+            let id = record.id;
+            if self.tables.contains_key(&id) {
+                return Err(bad(format!("table id {id} created twice")));
+            }
+            self.next_table_id = self.next_table_id.max(id + 1);
+            let levels = vec![BTreeMap::new(); crate::limits::LSM_LEVELS];
+            self.tables.insert(
+                id,
+                TableState {
+                    record,
+                    levels,
+                    flushed_seqno: 0,
+                },
+            );
+        }
+        for id in edit.dropped {
+            self.tables.remove(&id);
+        }
+        for (id, level, number) in edit.deleted {
+            let t = self
+                .tables
+                .get_mut(&id)
+                .ok_or_else(|| bad(format!("file deleted from unknown table {id}")))?;
+            let l = t
+                .levels
+                .get_mut(level as usize)
+                .ok_or_else(|| bad(format!("level {level} out of range")))?;
+            if l.remove(&number).is_none() {
+                return Err(bad(format!(
+                    "file {number} deleted from table {id} level {level} where it is not"
+                )));
+            }
+        }
+        for (id, level, file) in edit.added {
+            self.next_file_number = self.next_file_number.max(file.number + 1);
+            let t = self
+                .tables
+                .get_mut(&id)
+                .ok_or_else(|| bad(format!("file added to unknown table {id}")))?;
+            let l = t
+                .levels
+                .get_mut(level as usize)
+                .ok_or_else(|| bad(format!("level {level} out of range")))?;
+            l.insert(file.number, file);
+        }
+        for (id, seqno) in edit.flushed {
+            if let Some(t) = self.tables.get_mut(&id) {
+                t.flushed_seqno = t.flushed_seqno.max(seqno);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(u64, Recovered)> {
+    let current_path = dir.join(CURRENT);
+    let number = parse_current(&current_path, &fs.read_all(&current_path)?)?;
+    let path = dir.join(manifest_name(number));
+    let mut reader = LogReader::new(fs.read_all(&path)?);
+    let mut state = Recovered::default();
+    loop {
+        match reader.next() {
+            Read::Record { offset, data } => {
+                let edit = VersionEdit::decode(&data).map_err(|e| e.corruption(&path, offset))?;
+                state.apply(edit, &path, offset)?;
+            }
+            Read::End | Read::Torn { .. } => break,
+            Read::Corrupt { offset, detail } => {
+                if wal_recovery == WalRecovery::PointInTime {
+                    break;
+                }
+                return Err(Error::corruption(&path, offset, detail));
+            }
+        }
+    }
+    Ok((number, state))
+}
+
+pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+    options.validate()?;
+    let fs = Arc::clone(&options.fs);
+    if !fs.exists(dir)? {
+        if !options.create_if_missing {
+            return Err(Error::invalid(format!(
+                "no database at {} (set create_if_missing to create one)",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(dir)?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+    }
+    let lock = fs.lock(&dir.join(LOCK))?;
+    let exists = fs.exists(&dir.join(CURRENT))?;
+    let (old_manifest, mut state) = if exists {
+        if options.error_if_exists {
+            return Err(Error::invalid(format!(
+                "a database already exists at {}",
+                dir.display()
+            )));
+        }
+        let (n, s) = read_manifest(&*fs, dir, options.wal_recovery)?;
+        (Some(n), s)
+    } else {
+        if !options.create_if_missing {
+            return Err(Error::invalid(format!(
+                "no database at {} (set create_if_missing to create one)",
+                dir.display()
+            )));
+        }
+        (
+            None,
+            Recovered {
+                next_file_number: 1,
+                ..Recovered::default()
+            },
+        )
+    };
+    state.next_file_number = state
+        .next_file_number
+        .max(old_manifest.map_or(1, |n| n + 1));
+
+    let cache = Arc::new(Cache::new(options.cache_size));
+    let names = fs.list(dir)?;
+    for name in &names {
+        if let Some(n) = parse_numbered(name, "sst").or_else(|| parse_numbered(name, "wal")) {
+            state.next_file_number = state.next_file_number.max(n + 1);
+        }
+    }
+
+    // Build the tables from the manifest.
+    let mut tables: BTreeMap<String, Arc<LsmTable>> = BTreeMap::new();
+    for t in state.tables.values() {
+        let mut version = Version::empty();
+        for (level, files) in t.levels.iter().enumerate() {
+            let mut metas: Vec<Arc<FileMeta>> = files
+                .values()
+                .map(|r| {
+                    Arc::new(FileMeta::new(
+                        r.clone(),
+                        dir.join(sst_name(r.number)),
+                        Arc::clone(&fs),
+                        Arc::clone(&cache),
+                    ))
+                })
+                .collect();
+            if level == 0 {
+                metas.sort_by(|a, b| b.record.seqno_max.cmp(&a.record.seqno_max));
+            } else {
+                metas.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+            }
+            if let Some(l) = version.levels.get_mut(level) {
+                *l = metas;
+            }
+        }
+        if let Err(detail) = version.check() {
+            let path = dir.join(manifest_name(old_manifest.unwrap_or(0)));
+            return Err(Error::corruption(
+                path,
+                0,
+                format!("table {:?}: {detail}", t.record.name),
+            ));
+        }
+        let core = LsmTable::new(
+            t.record.id,
+            t.record.name.clone(),
+            t.record.options.clone(),
+            version,
+            t.flushed_seqno,
+        );
+        tables.insert(t.record.name.clone(), Arc::new(core));
+    }
+
+    // Replay the log.
+    let by_id: HashMap<u32, Arc<LsmTable>> =
+        tables.values().map(|t| (t.id, Arc::clone(t))).collect();
+    let mut segments: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_numbered(n, "wal"))
+        .filter(|&n| n >= state.log_number)
+        .collect();
+    segments.sort_unstable();
+    let mut last_seqno = state.last_seqno;
+    'segments: for (i, &number) in segments.iter().enumerate() {
+        let path = dir.join(wal_name(number));
+        let is_last = i + 1 == segments.len();
+        let mut reader = LogReader::new(fs.read_all(&path)?);
+        loop {
+            match reader.next() {
+                Read::Record { offset, data } => {
+                    let batch = DecodedBatch::parse(&data)
+                        .and_then(|b| b.validate().map(|()| b))
+                        .map_err(|e| e.corruption(&path, offset));
+                    let batch = match batch {
+                        Ok(b) => b,
+                        Err(e) if options.wal_recovery == WalRecovery::PointInTime => {
+                            let _ = e;
+                            break 'segments;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let mut seqno = batch.seqno_first;
+                    for entry in batch.entries() {
+                        let entry = entry.map_err(|e| e.corruption(&path, offset))?;
+                        if let Some(t) = by_id.get(&entry.table_id) {
+                            if seqno > t.flushed_seqno.load(Ordering::Relaxed) {
+                                if t.memtable_full() {
+                                    t.freeze_memtable();
+                                }
+                                t.apply(seqno, entry.kind, entry.key, entry.value);
+                            }
+                        }
+                        seqno += 1;
+                    }
+                    last_seqno = last_seqno.max(seqno - 1);
+                }
+                Read::End => break,
+                Read::Torn { offset, detail } => {
+                    if is_last || options.wal_recovery == WalRecovery::PointInTime {
+                        // A crash in the middle of the last append: that commit was never acknowledged.
+                        if !is_last {
+                            break 'segments;
+                        }
+                        break;
+                    }
+                    return Err(Error::corruption(
+                        &path,
+                        offset,
+                        format!("{detail}, in a log segment that is not the newest (it was synced when closed)"),
+                    ));
+                }
+                Read::Corrupt { offset, detail } => {
+                    if options.wal_recovery == WalRecovery::PointInTime {
+                        break 'segments;
+                    }
+                    return Err(Error::corruption(&path, offset, detail));
+                }
+            }
+        }
+    }
+
+    // Persist what the log held, so the old segments can go.
+    let mut next_file_number = state.next_file_number;
+    for t in tables.values() {
+        t.freeze_memtable();
+        let sv = t.super_version();
+        let mut version = (*sv.version).clone();
+        for imm in &sv.imms {
+            let mut iter = imm.table.iter();
+            iter.seek_to_first();
+            let never = |_: &[u8]| false;
+            let policy = DropPolicy {
+                oldest_snapshot: 0,
+                is_bottom: &never,
+                drop_shadowed: false,
+            };
+            let out = write_merged(&mut iter, &t.sst_options(), u64::MAX, &policy, &mut || {
+                let n = next_file_number;
+                next_file_number += 1;
+                Ok((n, fs.create(&dir.join(sst_name(n)))?))
+            })?;
+            for (number, info) in &out.files {
+                let meta = FileMeta::new(
+                    file_record(*number, info),
+                    dir.join(sst_name(*number)),
+                    Arc::clone(&fs),
+                    Arc::clone(&cache),
+                );
+                if let Some(l0) = version.levels.get_mut(0) {
+                    l0.insert(0, Arc::new(meta));
+                }
+            }
+        }
+        t.install(version, sv.imms.len());
+        t.flushed_seqno.store(last_seqno, Ordering::Release);
+    }
+    fs.sync_dir(dir)?;
+
+    // A new manifest holding the whole state, then CURRENT.
+    let manifest_number = next_file_number;
+    let wal_number = next_file_number + 1;
+    next_file_number += 2;
+    let mut snapshot = VersionEdit {
+        next_file_number: Some(next_file_number),
+        last_seqno: Some(last_seqno),
+        log_number: Some(wal_number),
+        next_table_id: Some(state.next_table_id),
+        ..VersionEdit::default()
+    };
+    for t in tables.values() {
+        snapshot.created.push(TableRecord {
+            id: t.id,
+            name: t.name.clone(),
+            options: t.options.clone(),
+        });
+        snapshot.flushed.push((t.id, last_seqno));
+        for (level, files) in t.super_version().version.levels.iter().enumerate() {
+            for f in files {
+                snapshot.added.push((t.id, level as u32, f.record.clone()));
+            }
+        }
+    }
+    let manifest_path = dir.join(manifest_name(manifest_number));
+    let mut manifest = LogWriter::new(fs.create(&manifest_path)?);
+    manifest.add_record(&snapshot.encode())?;
+    manifest.sync()?;
+    let tmp = dir.join(CURRENT_TMP);
+    let mut current = fs.create(&tmp)?;
+    current.append(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
+    current.sync()?;
+    drop(current);
+    fs.rename(&tmp, &dir.join(CURRENT))?;
+    fs.sync_dir(dir)?;
+
+    let wal_writer = LogWriter::new(fs.create(&dir.join(wal_name(wal_number)))?);
+    fs.sync_dir(dir)?;
+
+    // The old manifest, old segments and unreferenced SSTs are garbage now.
+    let live: HashSet<u64> = tables
+        .values()
+        .flat_map(|t| {
+            t.super_version()
+                .version
+                .files()
+                .map(|f| f.record.number)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for name in fs.list(dir)? {
+        let garbage = match (parse_numbered(&name, "sst"), parse_numbered(&name, "wal")) {
+            (Some(n), _) => !live.contains(&n),
+            (_, Some(n)) => n < wal_number,
+            _ => name.starts_with("MANIFEST-") && name != manifest_name(manifest_number),
+        };
+        if garbage {
+            let _ = fs.remove(&dir.join(&name));
+        }
+    }
+
+    let live_versions = tables
+        .values()
+        .map(|t| Arc::downgrade(&t.super_version().version))
+        .collect();
+    let vs = VersionSet {
+        manifest,
+        manifest_number,
+        next_table_id: state.next_table_id,
+        tables,
+        pending_outputs: HashSet::new(),
+        live_versions,
+    };
+    let wal = Wal {
+        writer: wal_writer,
+        number: wal_number,
+        closed: Vec::new(),
+        last_seqno,
+        synced_seqno: last_seqno,
+        flushed_seqno: last_seqno,
+    };
+    Ok(DbInner {
+        id: super::NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+        dir: dir.to_path_buf(),
+        fs,
+        options,
+        cache,
+        _lock: lock,
+        last_seqno: AtomicU64::new(last_seqno),
+        next_file_number: AtomicU64::new(next_file_number),
+        visible_seqno: AtomicU64::new(last_seqno),
+        writers: Mutex::new(VecDeque::new()),
+        wal: Mutex::new(wal),
+        vs: Mutex::new(vs),
+        bg: Mutex::new(BgState::default()),
+        bg_work: Condvar::new(),
+        bg_done: Condvar::new(),
+        read_only: Mutex::new(None),
+        poisoned: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        snapshots: Mutex::new(BTreeMap::new()),
+        counters: Counters::default(),
+    })
+}

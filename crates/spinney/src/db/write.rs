@@ -1,0 +1,282 @@
+//! Group commit: the write path from `WriteBatch` to log and memtables.
+//!
+//! Writers queue up; the writer at the head of the queue becomes the leader.
+//! The leader takes the batches queued behind it (up to a size limit),
+//! assigns their seqnos, appends each as one log record, syncs once if any of
+//! them asked for `Full` durability, applies them to the memtables, and only
+//! then makes their seqnos visible to readers, so no reader sees part of a
+//! batch. It then hands each follower its result and wakes the next leader.
+//!
+//! A failed log append or sync poisons the database (read-only, with the
+//! reason) because what reached the disk is then unknown.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{wal_name, DbInner, Segment};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::limits::{IMMUTABLE_MEMTABLES_MAX, L0_STOP_WRITES};
+use crate::lsm::table::LsmTable;
+use crate::options::{Durability, WriteOptions};
+use crate::wal::writer::LogWriter;
+
+/// A group takes followers until it holds this many log bytes.
+const GROUP_BYTES_MAX: usize = 1 << 20;
+
+pub(crate) struct Writer {
+    batch: Mutex<Option<WriteBatch>>,
+    durability: Durability,
+    bytes: usize,
+    done: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions) -> Result<()> {
+    db.check_writable()?;
+    if let Some(e) = &batch.invalid {
+        return Err(e.duplicate());
+    }
+    if batch.is_empty() {
+        return Ok(());
+    }
+    if batch.db_id.is_some_and(|id| id != db.id) {
+        return Err(Error::invalid("the batch holds tables of another database"));
+    }
+    let writer = Arc::new(Writer {
+        bytes: batch.encoded_len(),
+        batch: Mutex::new(Some(batch)),
+        durability: options.durability.unwrap_or(db.options.durability),
+        done: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+
+    let mut queue = db.writers.lock();
+    db.check_open()?;
+    queue.push_back(Arc::clone(&writer));
+    loop {
+        if let Some(result) = writer.done.lock().take() {
+            return result;
+        }
+        if queue.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
+            break;
+        }
+        writer.cv.wait(&mut queue);
+    }
+
+    // This writer leads: take a group from the front of the queue.
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    for w in queue.iter() {
+        if !group.is_empty() && bytes + w.bytes > GROUP_BYTES_MAX {
+            break;
+        }
+        bytes += w.bytes;
+        group.push(Arc::clone(w));
+    }
+    drop(queue);
+
+    let results = commit_group(db, &group);
+
+    let mut queue = db.writers.lock();
+    let mut own = Ok(());
+    for (w, result) in group.iter().zip(results) {
+        queue.pop_front();
+        if Arc::ptr_eq(w, &writer) {
+            own = result;
+        } else {
+            *w.done.lock() = Some(result);
+            w.cv.notify_one();
+        }
+    }
+    if let Some(next) = queue.front() {
+        next.cv.notify_one();
+    }
+    own
+}
+
+/// Commits `group`; returns one result per writer.
+fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
+    let mut batches: Vec<Option<WriteBatch>> =
+        group.iter().map(|w| w.batch.lock().take()).collect();
+    let mut results: Vec<Result<()>> = Vec::with_capacity(group.len());
+    for b in &batches {
+        let dropped = b
+            .as_ref()
+            .and_then(|b| b.tables.iter().find(|t| t.dropped.load(Ordering::Acquire)));
+        results.push(match dropped {
+            Some(t) => Err(Error::NoSuchTable(t.name.clone())),
+            None => Ok(()),
+        });
+    }
+    let fail_all = |results: &mut Vec<Result<()>>, e: &Error| {
+        for r in results.iter_mut().filter(|r| r.is_ok()) {
+            *r = Err(e.duplicate());
+        }
+    };
+    if let Err(e) = db.check_writable() {
+        fail_all(&mut results, &e);
+        return results;
+    }
+
+    // Make room in every table the group writes to.
+    let mut tables: Vec<Arc<LsmTable>> = Vec::new();
+    for (b, r) in batches.iter().zip(&results) {
+        if let (Some(b), Ok(())) = (b, r) {
+            for t in &b.tables {
+                if !tables.iter().any(|x| x.id == t.id) {
+                    tables.push(Arc::clone(t));
+                }
+            }
+        }
+    }
+    for t in &tables {
+        if let Err(e) = make_room(db, t) {
+            fail_all(&mut results, &e);
+            return results;
+        }
+    }
+
+    // Assign seqnos and append to the log.
+    let durability = group
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_ok())
+        .map(|(w, _)| w.durability)
+        .max_by_key(|d| match d {
+            Durability::Off => 0,
+            Durability::Normal => 1,
+            Durability::Full => 2,
+        })
+        .unwrap_or(Durability::Off);
+    let mut seqno = db.last_seqno.load(Ordering::Acquire);
+    let first_seqno = seqno + 1;
+    {
+        let mut wal = db.wal.lock();
+        let mut appended = Ok(());
+        for (b, r) in batches.iter_mut().zip(&results) {
+            let (Some(b), Ok(())) = (b, r) else { continue };
+            let record = b.rep.encode(seqno + 1);
+            db.counters
+                .wal_bytes
+                .fetch_add(record.len() as u64, Ordering::Relaxed);
+            appended = wal.writer.add_record(record);
+            if appended.is_err() {
+                break;
+            }
+            seqno += u64::from(b.rep.count());
+        }
+        let outcome = appended.and_then(|()| {
+            wal.last_seqno = seqno;
+            match durability {
+                Durability::Full => {
+                    wal.writer.sync()?;
+                    wal.synced_seqno = seqno;
+                    wal.flushed_seqno = seqno;
+                    db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                }
+                Durability::Normal => {
+                    wal.writer.flush()?;
+                    wal.flushed_seqno = seqno;
+                }
+                Durability::Off => {}
+            }
+            if wal.writer.len() >= db.options.wal_segment_size {
+                roll_segment(db, &mut wal)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = outcome {
+            drop(wal);
+            db.poison(format!("appending to the write-ahead log failed: {e}"));
+            fail_all(&mut results, &e);
+            return results;
+        }
+    }
+
+    // Apply to the memtables, then publish.
+    let mut s = first_seqno;
+    for (b, r) in batches.iter().zip(&results) {
+        let (Some(b), Ok(())) = (b, r) else { continue };
+        for entry in b.rep.entries() {
+            // The batch was encoded by this process; decoding it cannot fail.
+            let Ok(entry) = entry else { break };
+            if let Some(t) = b.tables.iter().find(|t| t.id == entry.table_id) {
+                t.apply(s, entry.kind, entry.key, entry.value);
+            }
+            s += 1;
+        }
+    }
+    debug_assert_eq!(s, seqno + 1);
+    db.last_seqno.store(seqno, Ordering::Release);
+    db.visible_seqno.store(seqno, Ordering::Release);
+    db.counters.commit_groups.fetch_add(1, Ordering::Relaxed);
+    db.counters.commits.fetch_add(
+        results.iter().filter(|r| r.is_ok()).count() as u64,
+        Ordering::Relaxed,
+    );
+    results
+}
+
+/// Closes the current segment (synced, so that only the newest segment can
+/// ever have a torn tail) and starts the next.
+pub(crate) fn roll_segment(db: &DbInner, wal: &mut super::Wal) -> Result<()> {
+    wal.writer.sync()?;
+    wal.synced_seqno = wal.last_seqno;
+    wal.flushed_seqno = wal.last_seqno;
+    let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
+    let file = db.fs.create(&db.path(&wal_name(number)))?;
+    db.fs.sync_dir(&db.dir)?;
+    let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+    drop(old);
+    wal.closed.push(Segment {
+        number: wal.number,
+        last_seqno: wal.last_seqno,
+    });
+    wal.number = number;
+    Ok(())
+}
+
+/// Freezes a full memtable, and waits while the table has too many frozen
+/// memtables or L0 runs for background work to keep up (backpressure).
+fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
+    let mut stalled: Option<Instant> = None;
+    let mut bg = db.bg.lock();
+    let result = loop {
+        if let Err(e) = db.check_writable() {
+            break Err(e);
+        }
+        if bg.shutdown {
+            break Err(Error::Closed);
+        }
+        let sv = t.super_version();
+        let full = sv.mem.table.approximate_bytes() >= t.options.write_buffer_size;
+        if sv.imms.len() >= IMMUTABLE_MEMTABLES_MAX && full {
+            stalled.get_or_insert_with(Instant::now);
+            db.bg_work.notify_all();
+            db.bg_done.wait(&mut bg);
+            continue;
+        }
+        if sv.version.level(0).len() >= L0_STOP_WRITES {
+            stalled.get_or_insert_with(Instant::now);
+            db.bg_work.notify_all();
+            db.bg_done.wait(&mut bg);
+            continue;
+        }
+        if full && t.freeze_memtable() {
+            db.bg_work.notify_all();
+        }
+        break Ok(());
+    };
+    drop(bg);
+    if let Some(start) = stalled {
+        db.counters.stalls.fetch_add(1, Ordering::Relaxed);
+        db.counters
+            .stall_micros
+            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+    result
+}

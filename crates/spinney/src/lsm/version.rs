@@ -1,0 +1,201 @@
+//! Versions: the set of SSTs of one LSM table at one moment.
+//!
+//! A `Version` is immutable; flushes and compactions build a new one and swap
+//! it in. Readers hold an `Arc<Version>` (through a `SuperVersion`), so the
+//! files they read stay on disk until the last reader lets go: the file
+//! cleaner deletes only SSTs that no live version references.
+//!
+//! Invariants: L0 holds runs that may overlap, newest (highest seqnos) first;
+//! every deeper level holds files sorted by key whose ranges do not overlap,
+//! and all versions of one user key sit in one file of a level.
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use super::iter::InternalIterator;
+use super::key::{self, compare, Kind, ParsedKey};
+use super::level_iter::LevelIter;
+use super::sst::Sst;
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::limits::LSM_LEVELS;
+use crate::manifest::FileRecord;
+
+/// One SST of a table, as the version knows it.
+pub(crate) struct FileMeta {
+    pub record: FileRecord,
+    pub path: PathBuf,
+    fs: Arc<dyn Fs>,
+    cache: Arc<Cache>,
+    sst: OnceLock<Arc<Sst>>,
+}
+
+impl FileMeta {
+    pub(crate) fn new(
+        record: FileRecord,
+        path: PathBuf,
+        fs: Arc<dyn Fs>,
+        cache: Arc<Cache>,
+    ) -> FileMeta {
+        FileMeta {
+            record,
+            path,
+            fs,
+            cache,
+            sst: OnceLock::new(),
+        }
+    }
+
+    /// The open SST, opened on first use and kept open while the file is live.
+    pub(crate) fn sst(&self) -> Result<Arc<Sst>> {
+        if let Some(s) = self.sst.get() {
+            return Ok(Arc::clone(s));
+        }
+        let file = self.fs.open(&self.path)?;
+        if file.len() != self.record.size {
+            return Err(Error::corruption(
+                &self.path,
+                0,
+                format!(
+                    "file is {} bytes but the manifest records {}",
+                    file.len(),
+                    self.record.size
+                ),
+            ));
+        }
+        let sst = Sst::open(file, self.record.number, Arc::clone(&self.cache))?;
+        Ok(Arc::clone(self.sst.get_or_init(|| sst)))
+    }
+
+    pub(crate) fn smallest_user_key(&self) -> &[u8] {
+        key::user_key(&self.record.smallest)
+    }
+
+    pub(crate) fn largest_user_key(&self) -> &[u8] {
+        key::user_key(&self.record.largest)
+    }
+
+    /// True when the file's user-key range intersects `[lo, hi]`.
+    pub(crate) fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.largest_user_key() >= lo && self.smallest_user_key() <= hi
+    }
+}
+
+/// What a point lookup found for a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    Value(Vec<u8>),
+    Deleted,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct Version {
+    /// `levels[0]` is L0, newest run first; the others are sorted by key.
+    pub levels: Vec<Vec<Arc<FileMeta>>>,
+}
+
+impl Version {
+    pub(crate) fn empty() -> Version {
+        Version {
+            levels: vec![Vec::new(); LSM_LEVELS],
+        }
+    }
+
+    pub(crate) fn level(&self, n: usize) -> &[Arc<FileMeta>] {
+        self.levels.get(n).map_or(&[], |l| l.as_slice())
+    }
+
+    pub(crate) fn level_bytes(&self, n: usize) -> u64 {
+        self.level(n).iter().map(|f| f.record.size).sum()
+    }
+
+    pub(crate) fn file_count(&self) -> usize {
+        self.levels.iter().map(Vec::len).sum()
+    }
+
+    pub(crate) fn files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.levels.iter().flatten()
+    }
+
+    /// The newest entry for `user_key` visible at `snapshot`.
+    pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Lookup>> {
+        let seek = key::internal_key(user_key, snapshot, key::KIND_SEEK);
+        for file in self.level(0) {
+            if !file.overlaps(user_key, user_key) {
+                continue;
+            }
+            if let Some(found) = lookup_in_file(file, &seek, user_key)? {
+                return Ok(Some(found));
+            }
+        }
+        for level in self.levels.iter().skip(1) {
+            let index =
+                level.partition_point(|f| compare(&f.record.largest, &seek) == Ordering::Less);
+            let Some(file) = level.get(index) else {
+                continue;
+            };
+            if file.smallest_user_key() > user_key {
+                continue;
+            }
+            if let Some(found) = lookup_in_file(file, &seek, user_key)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// One iterator per L0 run and per deeper level, appended to `out`.
+    pub(crate) fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
+        for file in self.level(0) {
+            out.push(Box::new(file.sst()?.iter()));
+        }
+        for level in self.levels.iter().skip(1) {
+            if !level.is_empty() {
+                out.push(Box::new(LevelIter::new(level.clone())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Files of level `n` whose user-key range intersects `[lo, hi]`.
+    pub(crate) fn overlapping(&self, n: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
+        self.level(n)
+            .iter()
+            .filter(|f| f.overlaps(lo, hi))
+            .cloned()
+            .collect()
+    }
+
+    /// Checks the level invariants; a violation means the manifest is wrong.
+    pub(crate) fn check(&self) -> std::result::Result<(), String> {
+        for (n, level) in self.levels.iter().enumerate().skip(1) {
+            for pair in level.windows(2) {
+                if let [a, b] = pair {
+                    if a.largest_user_key() >= b.smallest_user_key() {
+                        return Err(format!(
+                            "level {n}: files {} and {} overlap or are out of order",
+                            a.record.number, b.record.number
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn lookup_in_file(file: &FileMeta, seek: &[u8], user_key: &[u8]) -> Result<Option<Lookup>> {
+    let sst = file.sst()?;
+    let Some((ikey, value)) = sst.get(seek, user_key)? else {
+        return Ok(None);
+    };
+    let parsed = ParsedKey::parse(&ikey)
+        .ok_or_else(|| Error::corruption(&file.path, 0, "entry with a malformed internal key"))?;
+    debug_assert_eq!(parsed.user_key, user_key);
+    Ok(Some(match parsed.kind {
+        Kind::Put => Lookup::Value(value),
+        Kind::Delete => Lookup::Deleted,
+    }))
+}
