@@ -1,10 +1,54 @@
-//! STUB — to be replaced by the in-memory fault-injecting file system.
+//! `FaultFs`: an in-memory file system that enforces the durability contract
+//! strictly and fails on demand, for tests.
+//!
+//! Model. A file is a node (think inode) with two byte strings: its current
+//! bytes, which every read sees, and its durable bytes, as of its last
+//! `WritableFile::sync`. A directory has two name tables: its current entries
+//! and its durable entries, as of its last `Fs::sync_dir`. Creating,
+//! renaming and removing a file change only the current entries. Directories
+//! themselves are durable as soon as `create_dir_all` returns (the engine
+//! creates its directory once, before anything that matters; modelling
+//! directory durability would add cases without finding engine bugs).
+//!
+//! `crash` simulates power loss and reboot: every directory goes back to its
+//! durable entries and every file to its durable bytes. With a tear seed, a
+//! file whose current bytes extend its durable bytes may keep a pseudo-random
+//! prefix (possibly empty, possibly all) of the unsynced tail, as a disk that
+//! wrote some sectors of the last write would. Handles opened before the
+//! crash are dead afterwards (every call on them fails with EIO), locks are
+//! released, and pending faults are dropped.
+//!
+//! Fault injection counts mutating operations. Exactly these calls count,
+//! one each, whether they succeed or fail (a `remove` of a missing file
+//! counts; so does a call made while crashed): `Fs::create`, `Fs::rename`,
+//! `Fs::remove`, `Fs::create_dir_all`, `Fs::sync_dir`, and
+//! `WritableFile::append`, `flush`, `sync`. Reads (`open`, `read_at`,
+//! `list`, `exists`, `read_all`) and `lock` do not count. Operations are
+//! numbered from 0; `inject(after_ops, kind)` makes operation number
+//! `mutating_ops() + after_ops` fail, so `inject(0, ..)` fails the very next
+//! mutating call. The counter never resets, not even at `crash`.
+//!
+//! A failed operation changes nothing: an append that fails with EIO or
+//! ENOSPC writes no byte, a failed sync makes nothing durable, a failed
+//! rename leaves both names as they were.
+//!
+//! Thread-safety: all state sits behind one `parking_lot::Mutex`, shared by
+//! the file system and its handles; every call takes it once.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use super::{FileLock, Fs, IoStats, RandomAccessFile, WritableFile};
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// ENOSPC on Linux and the BSDs.
+const ENOSPC: i32 = 28;
 
 /// How an injected fault fails an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,58 +63,1051 @@ pub enum FaultKind {
 }
 
 /// An in-memory file system that simulates crashes and I/O errors.
-#[derive(Debug, Default)]
 pub struct FaultFs {
-    stats: IoStats,
+    state: Arc<Mutex<State>>,
+    stats: Arc<IoStats>,
+}
+
+/// Identifies a file node across renames, like an inode number.
+type FileId = u64;
+
+#[derive(Debug, Default)]
+struct Node {
+    /// What reads see now.
+    data: Vec<u8>,
+    /// What survives a crash.
+    durable: Vec<u8>,
+    /// True when `durable` is a prefix of `data`: the file has only grown
+    /// since its last sync. Lets `sync` copy only the tail, and tells `crash`
+    /// that the difference is an unsynced tail that may be torn.
+    durable_is_prefix: bool,
+}
+
+#[derive(Debug, Default)]
+struct Dir {
+    /// File entries now (subdirectories are kept in `State::dirs`).
+    entries: BTreeMap<OsString, FileId>,
+    /// File entries as of the last `sync_dir`.
+    durable: BTreeMap<OsString, FileId>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Every node that a current or durable entry, or a live handle, may
+    /// refer to. Nodes that no durable entry names are dropped at `crash`.
+    files: BTreeMap<FileId, Node>,
+    /// Every directory, by normalised path. The roots "" and "/" always exist.
+    dirs: BTreeMap<PathBuf, Dir>,
+    next_file_id: FileId,
+    /// Bumped at each `crash`; handles from an older generation are dead.
+    generation: u64,
+    /// Mutating operations started so far.
+    mutating_ops: u64,
+    /// Pending faults: (operation number, kind), in injection order.
+    faults: Vec<(u64, FaultKind)>,
+    /// True between a `FaultKind::Crash` firing and `FaultFs::crash`.
+    crashed: bool,
+    /// Held locks: path -> token of the guard that holds it.
+    locks: BTreeMap<PathBuf, u64>,
+    next_lock_token: u64,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        let mut dirs = BTreeMap::new();
+        dirs.insert(PathBuf::new(), Dir::default());
+        dirs.insert(PathBuf::from("/"), Dir::default());
+        State {
+            files: BTreeMap::new(),
+            dirs,
+            next_file_id: 0,
+            generation: 0,
+            mutating_ops: 0,
+            faults: Vec::new(),
+            crashed: false,
+            locks: BTreeMap::new(),
+            next_lock_token: 0,
+        }
+    }
+}
+
+/// Paths are map keys: drop `.` components and trailing slashes so that
+/// "db/./x" and "db/x" name the same file. `..` is kept as written.
+fn normalise(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
+}
+
+fn injected_eio() -> io::Error {
+    io::Error::other("injected EIO")
+}
+
+fn crashed_error() -> io::Error {
+    io::Error::other("crashed: the simulated machine is down until FaultFs::crash")
+}
+
+fn dead_handle_error() -> io::Error {
+    io::Error::other("crashed: handle opened before a simulated crash")
+}
+
+fn not_found(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, what.to_string())
+}
+
+/// splitmix64: a tiny, good-enough mixer for deterministic tear lengths.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl State {
+    /// Numbers a mutating operation and decides whether it fails: because
+    /// the machine is down, or because a fault was injected for it.
+    fn begin_mutation(&mut self, op: &'static str, path: &Path) -> Result<()> {
+        let number = self.mutating_ops;
+        self.mutating_ops += 1;
+        if self.crashed {
+            return Err(Error::io(op, path, crashed_error()));
+        }
+        // A Crash aimed at this operation wins over an Eio or NoSpace aimed
+        // at it too; otherwise the earliest injected fault wins.
+        let mut fired: Option<FaultKind> = None;
+        for &(at, kind) in &self.faults {
+            if at == number && (fired.is_none() || kind == FaultKind::Crash) {
+                fired = Some(kind);
+            }
+        }
+        self.faults.retain(|&(at, _)| at > number);
+        match fired {
+            None => Ok(()),
+            Some(FaultKind::Eio) => Err(Error::io(op, path, injected_eio())),
+            Some(FaultKind::NoSpace) => {
+                Err(Error::io(op, path, io::Error::from_raw_os_error(ENOSPC)))
+            }
+            Some(FaultKind::Crash) => {
+                self.crashed = true;
+                Err(Error::io(op, path, crashed_error()))
+            }
+        }
+    }
+
+    /// Reads do not count as operations but fail while the machine is down.
+    fn check_up(&self, op: &'static str, path: &Path) -> Result<()> {
+        if self.crashed {
+            return Err(Error::io(op, path, crashed_error()));
+        }
+        Ok(())
+    }
+
+    fn check_generation(&self, generation: u64, op: &'static str, path: &Path) -> Result<()> {
+        if generation != self.generation {
+            return Err(Error::io(op, path, dead_handle_error()));
+        }
+        Ok(())
+    }
+
+    /// The parent directory and file name of a normalised path.
+    fn split<'p>(&self, op: &'static str, path: &'p Path) -> Result<(&'p Path, OsString)> {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => Ok((parent, name.to_os_string())),
+            _ => Err(Error::io(
+                op,
+                path,
+                io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"),
+            )),
+        }
+    }
+
+    /// The node a path names now, if it names a file.
+    fn lookup(&self, path: &Path) -> Option<FileId> {
+        let parent = path.parent()?;
+        let name = path.file_name()?;
+        self.dirs.get(parent)?.entries.get(name).copied()
+    }
+
+    fn node(&self, id: FileId, op: &'static str, path: &Path) -> Result<&Node> {
+        self.files
+            .get(&id)
+            .ok_or_else(|| Error::io(op, path, not_found("file node is gone")))
+    }
+
+    fn node_mut(&mut self, id: FileId, op: &'static str, path: &Path) -> Result<&mut Node> {
+        self.files
+            .get_mut(&id)
+            .ok_or_else(|| Error::io(op, path, not_found("file node is gone")))
+    }
+
+    /// Creates the file entry `path` if missing, else truncates its node (as
+    /// `O_TRUNC` keeps the inode). Returns the node.
+    fn create_or_truncate(
+        &mut self,
+        op: &'static str,
+        path: &Path,
+        truncate: bool,
+    ) -> Result<FileId> {
+        if self.dirs.contains_key(path) {
+            return Err(Error::io(
+                op,
+                path,
+                io::Error::new(io::ErrorKind::IsADirectory, "is a directory"),
+            ));
+        }
+        let (parent, name) = self.split(op, path)?;
+        if let Some(id) = self.lookup(path) {
+            if truncate {
+                let node = self.node_mut(id, op, path)?;
+                node.data.clear();
+                node.durable_is_prefix = node.durable.is_empty();
+            }
+            return Ok(id);
+        }
+        let id = self.next_file_id;
+        let dir = self
+            .dirs
+            .get_mut(parent)
+            .ok_or_else(|| Error::io(op, path, not_found("parent directory does not exist")))?;
+        dir.entries.insert(name, id);
+        self.next_file_id += 1;
+        self.files.insert(
+            id,
+            Node {
+                data: Vec::new(),
+                durable: Vec::new(),
+                durable_is_prefix: true,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Power loss and reboot; see the module comment.
+    fn crash(&mut self, tear_seed: Option<u64>) {
+        let mut reachable = BTreeSet::new();
+        for dir in self.dirs.values_mut() {
+            dir.entries = dir.durable.clone();
+            reachable.extend(dir.durable.values().copied());
+        }
+        self.files.retain(|id, _| reachable.contains(id));
+        for (&id, node) in &mut self.files {
+            if let Some(seed) = tear_seed {
+                let durable_len = node.durable.len();
+                if node.durable_is_prefix && node.data.len() > durable_len {
+                    let unsynced = (node.data.len() - durable_len) as u64;
+                    let kept = mix(seed ^ mix(id)) % (unsynced + 1);
+                    let end = durable_len + kept as usize;
+                    if let Some(tail) = node.data.get(durable_len..end) {
+                        node.durable.extend_from_slice(tail);
+                    }
+                }
+            }
+            node.data.clone_from(&node.durable);
+            node.durable_is_prefix = true;
+        }
+        self.generation += 1;
+        self.locks.clear();
+        self.faults.clear();
+        self.crashed = false;
+    }
+}
+
+impl Default for FaultFs {
+    fn default() -> Self {
+        FaultFs {
+            state: Arc::new(Mutex::new(State::default())),
+            stats: Arc::new(IoStats::default()),
+        }
+    }
+}
+
+impl fmt::Debug for FaultFs {
+    // The file contents would drown any assertion message; show the shape.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("FaultFs")
+            .field("files", &state.files.len())
+            .field("dirs", &state.dirs.len())
+            .field("generation", &state.generation)
+            .field("mutating_ops", &state.mutating_ops)
+            .field("pending_faults", &state.faults)
+            .field("crashed", &state.crashed)
+            .finish()
+    }
 }
 
 impl FaultFs {
+    /// An empty file system whose roots ("" and "/") exist.
     pub fn new() -> Arc<FaultFs> {
-        todo!()
+        Arc::new(FaultFs::default())
     }
-    pub fn crash(&self, _tear_seed: Option<u64>) {
-        todo!()
+
+    /// Simulates power loss and reboot: directories and files go back to
+    /// what was last synced. With `Some(seed)`, each file whose unsynced
+    /// bytes extend its synced bytes keeps a prefix of 0..=all of those
+    /// bytes, its length chosen from the seed and the file. Handles from
+    /// before are dead, locks are released, pending faults are cleared, and
+    /// a `FaultKind::Crash` that fired is over.
+    pub fn crash(&self, tear_seed: Option<u64>) {
+        self.state.lock().crash(tear_seed);
     }
-    pub fn inject(&self, _after_ops: u64, _kind: FaultKind) {
-        todo!()
+
+    /// Makes mutating operation number `mutating_ops() + after_ops` fail
+    /// with `kind` (see the module comment for what counts). Several faults
+    /// may be pending at once.
+    pub fn inject(&self, after_ops: u64, kind: FaultKind) {
+        let mut state = self.state.lock();
+        let at = state.mutating_ops.saturating_add(after_ops);
+        state.faults.push((at, kind));
     }
+
+    /// Mutating operations started so far; never reset.
     pub fn mutating_ops(&self) -> u64 {
-        todo!()
+        self.state.lock().mutating_ops
     }
+
+    /// Drops every pending fault. A `FaultKind::Crash` that already fired
+    /// stays in force until `crash`.
     pub fn clear_faults(&self) {
-        todo!()
+        self.state.lock().faults.clear();
+    }
+
+    /// True when an injected `FaultKind::Crash` has fired and `crash` has
+    /// not yet been called.
+    pub fn is_crashed(&self) -> bool {
+        self.state.lock().crashed
+    }
+
+    /// XORs the byte at `offset` of the file at `path` with `xor`, in both
+    /// its current and (if long enough) its durable bytes, as bit rot would.
+    /// False if there is no such file or `offset` is past its current end.
+    /// Works even while crashed: it is the test's hand, not the engine's.
+    pub fn corrupt_byte(&self, path: &Path, offset: u64, xor: u8) -> bool {
+        let path = normalise(path);
+        let mut state = self.state.lock();
+        let Some(id) = state.lookup(&path) else {
+            return false;
+        };
+        let Some(node) = state.files.get_mut(&id) else {
+            return false;
+        };
+        let Ok(offset) = usize::try_from(offset) else {
+            return false;
+        };
+        let Some(byte) = node.data.get_mut(offset) else {
+            return false;
+        };
+        *byte ^= xor;
+        if let Some(byte) = node.durable.get_mut(offset) {
+            *byte ^= xor;
+        }
+        true
+    }
+
+    /// The current length of the file at `path`, if it exists.
+    pub fn file_len(&self, path: &Path) -> Option<u64> {
+        let path = normalise(path);
+        let state = self.state.lock();
+        let id = state.lookup(&path)?;
+        state.files.get(&id).map(|node| node.data.len() as u64)
+    }
+
+    /// The paths of all files that exist now, sorted.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let state = self.state.lock();
+        let mut paths: Vec<PathBuf> = state
+            .dirs
+            .iter()
+            .flat_map(|(dir, entries)| entries.entries.keys().map(move |name| dir.join(name)))
+            .collect();
+        paths.sort();
+        paths
+    }
+
+    fn writable(&self, id: FileId, generation: u64, path: PathBuf) -> FaultWritableFile {
+        FaultWritableFile {
+            state: Arc::clone(&self.state),
+            stats: Arc::clone(&self.stats),
+            id,
+            generation,
+            path,
+            len: 0,
+        }
     }
 }
 
 impl Fs for FaultFs {
-    fn create(&self, _path: &Path) -> Result<Box<dyn WritableFile>> {
-        todo!()
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let path = normalise(path);
+        let mut state = self.state.lock();
+        state.begin_mutation("create", &path)?;
+        let id = state.create_or_truncate("create", &path, true)?;
+        let generation = state.generation;
+        drop(state);
+        Ok(Box::new(self.writable(id, generation, path)))
     }
-    fn open(&self, _path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        todo!()
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let path = normalise(path);
+        let state = self.state.lock();
+        state.check_up("open", &path)?;
+        let id = state
+            .lookup(&path)
+            .ok_or_else(|| Error::io("open", &path, not_found("no such file")))?;
+        let len = state.node(id, "open", &path)?.data.len() as u64;
+        Ok(Arc::new(FaultRandomAccessFile {
+            state: Arc::clone(&self.state),
+            stats: Arc::clone(&self.stats),
+            id,
+            generation: state.generation,
+            path,
+            len,
+        }))
     }
-    fn rename(&self, _from: &Path, _to: &Path) -> Result<()> {
-        todo!()
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let from = normalise(from);
+        let to = normalise(to);
+        let mut state = self.state.lock();
+        state.begin_mutation("rename", &from)?;
+        let id = state
+            .lookup(&from)
+            .ok_or_else(|| Error::io("rename", &from, not_found("no such file")))?;
+        if from == to {
+            return Ok(());
+        }
+        if state.dirs.contains_key(&to) {
+            return Err(Error::io(
+                "rename",
+                &to,
+                io::Error::new(io::ErrorKind::IsADirectory, "target is a directory"),
+            ));
+        }
+        let (from_parent, from_name) = state.split("rename", &from)?;
+        let (to_parent, to_name) = state.split("rename", &to)?;
+        if !state.dirs.contains_key(to_parent) {
+            return Err(Error::io(
+                "rename",
+                &to,
+                not_found("target directory does not exist"),
+            ));
+        }
+        // Checked above: both directories exist.
+        if let Some(dir) = state.dirs.get_mut(from_parent) {
+            dir.entries.remove(&from_name);
+        }
+        if let Some(dir) = state.dirs.get_mut(to_parent) {
+            dir.entries.insert(to_name, id);
+        }
+        Ok(())
     }
-    fn remove(&self, _path: &Path) -> Result<()> {
-        todo!()
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let path = normalise(path);
+        let mut state = self.state.lock();
+        state.begin_mutation("remove", &path)?;
+        if state.lookup(&path).is_none() {
+            return Err(Error::io("remove", &path, not_found("no such file")));
+        }
+        let (parent, name) = state.split("remove", &path)?;
+        // The node stays: a durable entry may still name it, and open
+        // handles keep working on it, as on a POSIX file system.
+        if let Some(dir) = state.dirs.get_mut(parent) {
+            dir.entries.remove(&name);
+        }
+        Ok(())
     }
-    fn list(&self, _dir: &Path) -> Result<Vec<String>> {
-        todo!()
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let dir = normalise(dir);
+        let state = self.state.lock();
+        state.check_up("list", &dir)?;
+        let entries = state
+            .dirs
+            .get(&dir)
+            .ok_or_else(|| Error::io("list", &dir, not_found("no such directory")))?;
+        let files = entries.entries.keys().map(OsString::as_os_str);
+        let subdirs = state
+            .dirs
+            .keys()
+            .filter(|sub| sub.parent() == Some(dir.as_path()))
+            .filter_map(|sub| sub.file_name());
+        let mut names: Vec<String> = files
+            .chain(subdirs)
+            .filter_map(|name| name.to_str().map(str::to_string))
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
-    fn create_dir_all(&self, _dir: &Path) -> Result<()> {
-        todo!()
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let dir = normalise(dir);
+        let mut state = self.state.lock();
+        state.begin_mutation("mkdir", &dir)?;
+        let mut missing: Vec<PathBuf> = Vec::new();
+        for ancestor in dir.ancestors() {
+            if state.dirs.contains_key(ancestor) {
+                break;
+            }
+            if state.lookup(ancestor).is_some() {
+                return Err(Error::io(
+                    "mkdir",
+                    ancestor,
+                    io::Error::new(io::ErrorKind::NotADirectory, "a file has this name"),
+                ));
+            }
+            missing.push(ancestor.to_path_buf());
+        }
+        for path in missing {
+            state.dirs.insert(path, Dir::default());
+        }
+        Ok(())
     }
-    fn sync_dir(&self, _dir: &Path) -> Result<()> {
-        todo!()
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let dir = normalise(dir);
+        let mut state = self.state.lock();
+        state.begin_mutation("sync directory", &dir)?;
+        let entries = state
+            .dirs
+            .get_mut(&dir)
+            .ok_or_else(|| Error::io("open directory", &dir, not_found("no such directory")))?;
+        entries.durable.clone_from(&entries.entries);
+        self.stats.record_sync();
+        Ok(())
     }
-    fn exists(&self, _path: &Path) -> Result<bool> {
-        todo!()
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        let path = normalise(path);
+        let state = self.state.lock();
+        state.check_up("stat", &path)?;
+        Ok(state.dirs.contains_key(&path) || state.lookup(&path).is_some())
     }
-    fn lock(&self, _path: &Path) -> Result<Box<dyn FileLock>> {
-        todo!()
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let path = normalise(path);
+        let mut state = self.state.lock();
+        state.check_up("lock", &path)?;
+        if state.locks.contains_key(&path) {
+            return Err(Error::Locked { path });
+        }
+        // Like OsFs, taking the lock creates the (empty) lock file.
+        state.create_or_truncate("open lock file", &path, false)?;
+        let token = state.next_lock_token;
+        state.next_lock_token += 1;
+        state.locks.insert(path.clone(), token);
+        Ok(Box::new(FaultLock {
+            state: Arc::clone(&self.state),
+            path,
+            token,
+        }))
     }
+
     fn io_stats(&self) -> &IoStats {
         &self.stats
+    }
+}
+
+/// Releases its lock on drop, unless a crash already did (and someone else
+/// may hold the path since).
+struct FaultLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+    token: u64,
+}
+
+impl fmt::Debug for FaultLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultLock")
+            .field("path", &self.path)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl FileLock for FaultLock {}
+
+impl Drop for FaultLock {
+    fn drop(&mut self) {
+        let mut state = self.state.lock();
+        if state.locks.get(&self.path) == Some(&self.token) {
+            state.locks.remove(&self.path);
+        }
+    }
+}
+
+/// Appends go straight into the node's current bytes: there is no
+/// user-space buffer, so `flush` only counts as an operation.
+struct FaultWritableFile {
+    state: Arc<Mutex<State>>,
+    stats: Arc<IoStats>,
+    id: FileId,
+    generation: u64,
+    path: PathBuf,
+    len: u64,
+}
+
+impl WritableFile for FaultWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let mut state = self.state.lock();
+        state.begin_mutation("write", &self.path)?;
+        state.check_generation(self.generation, "write", &self.path)?;
+        state
+            .node_mut(self.id, "write", &self.path)?
+            .data
+            .extend_from_slice(data);
+        self.len += data.len() as u64;
+        self.stats.record_write(data.len());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let mut state = self.state.lock();
+        state.begin_mutation("write", &self.path)?;
+        state.check_generation(self.generation, "write", &self.path)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let mut state = self.state.lock();
+        state.begin_mutation("sync", &self.path)?;
+        state.check_generation(self.generation, "sync", &self.path)?;
+        let node = state.node_mut(self.id, "sync", &self.path)?;
+        if node.durable_is_prefix {
+            // Append-only since the last sync: copy only the new tail, so
+            // that a log synced after every write costs linear time.
+            let synced = node.durable.len();
+            if let Some(tail) = node.data.get(synced..) {
+                node.durable.extend_from_slice(tail);
+            }
+        } else {
+            node.durable.clone_from(&node.data);
+            node.durable_is_prefix = true;
+        }
+        self.stats.record_sync();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Reads the node's current bytes, so a reader of a file still being
+/// appended sees the appends. `len` stays the length at open.
+struct FaultRandomAccessFile {
+    state: Arc<Mutex<State>>,
+    stats: Arc<IoStats>,
+    id: FileId,
+    generation: u64,
+    path: PathBuf,
+    len: u64,
+}
+
+impl RandomAccessFile for FaultRandomAccessFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let state = self.state.lock();
+        state.check_up("read", &self.path)?;
+        state.check_generation(self.generation, "read", &self.path)?;
+        let data = &state.node(self.id, "read", &self.path)?.data;
+        let bytes = usize::try_from(offset)
+            .ok()
+            .and_then(|start| Some(start..start.checked_add(len)?))
+            .and_then(|range| data.get(range));
+        let Some(bytes) = bytes else {
+            return Err(Error::io(
+                "read",
+                &self.path,
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "read of {len} bytes at offset {offset} past the end ({} bytes)",
+                        data.len()
+                    ),
+                ),
+            ));
+        };
+        let bytes = bytes.to_vec();
+        self.stats.record_read(len);
+        Ok(bytes)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_kind(result: Result<impl Sized>) -> io::ErrorKind {
+        match result {
+            Err(Error::Io { source, .. }) => source.kind(),
+            Err(other) => panic!("expected an I/O error, got {other}"),
+            Ok(_) => panic!("expected an I/O error, got success"),
+        }
+    }
+
+    fn io_message(result: Result<impl Sized>) -> String {
+        match result {
+            Err(Error::Io { source, .. }) => source.to_string(),
+            Err(other) => panic!("expected an I/O error, got {other}"),
+            Ok(_) => panic!("expected an I/O error, got success"),
+        }
+    }
+
+    /// A file system with the directory "db", made durable.
+    fn fs_with_db() -> Arc<FaultFs> {
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("db")).expect("mkdir");
+        fs
+    }
+
+    /// Creates `path` holding `data`, synced, and its entry synced.
+    fn write_durable(fs: &FaultFs, path: &str, data: &[u8]) {
+        let path = Path::new(path);
+        let mut file = fs.create(path).expect("create");
+        file.append(data).expect("append");
+        file.sync().expect("sync");
+        fs.sync_dir(path.parent().expect("parent"))
+            .expect("sync_dir");
+    }
+
+    fn read(fs: &FaultFs, path: &str) -> Vec<u8> {
+        fs.read_all(Path::new(path)).expect("read_all")
+    }
+
+    #[test]
+    fn unsynced_appends_are_lost_on_crash() {
+        // Goal: bytes appended after the last sync do not survive a crash.
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"synced");
+        let mut file = fs.create(Path::new("db/f")).expect("create");
+        file.append(b"synced").expect("append");
+        file.sync().expect("sync");
+        file.append(b"+lost").expect("append");
+        file.flush().expect("flush");
+        assert_eq!(read(&fs, "db/f"), b"synced+lost");
+        fs.crash(None);
+        assert_eq!(read(&fs, "db/f"), b"synced");
+    }
+
+    #[test]
+    fn synced_data_and_entries_survive_crash() {
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"hello");
+        fs.crash(None);
+        assert_eq!(read(&fs, "db/f"), b"hello");
+        assert_eq!(fs.list(Path::new("db")).expect("list"), vec!["f"]);
+    }
+
+    #[test]
+    fn create_without_sync_dir_is_lost_on_crash() {
+        // Goal: a synced file whose directory entry was never synced is gone.
+        let fs = fs_with_db();
+        let mut file = fs.create(Path::new("db/new")).expect("create");
+        file.append(b"data").expect("append");
+        file.sync().expect("sync");
+        fs.crash(None);
+        assert!(!fs.exists(Path::new("db/new")).expect("exists"));
+        assert_eq!(fs.files(), Vec::<PathBuf>::new());
+    }
+
+    #[test]
+    fn rename_without_sync_dir_is_undone_by_crash() {
+        // Goal: after a crash the old name is back with its durable bytes and
+        // a replaced target has its old contents again.
+        let fs = fs_with_db();
+        write_durable(&fs, "db/CURRENT", b"old");
+        write_durable(&fs, "db/tmp", b"new");
+        fs.rename(Path::new("db/tmp"), Path::new("db/CURRENT"))
+            .expect("rename");
+        assert_eq!(read(&fs, "db/CURRENT"), b"new");
+        assert!(!fs.exists(Path::new("db/tmp")).expect("exists"));
+        fs.crash(None);
+        assert_eq!(read(&fs, "db/CURRENT"), b"old");
+        assert_eq!(read(&fs, "db/tmp"), b"new");
+
+        // With the directory synced the rename sticks.
+        fs.rename(Path::new("db/tmp"), Path::new("db/CURRENT"))
+            .expect("rename");
+        fs.sync_dir(Path::new("db")).expect("sync_dir");
+        fs.crash(None);
+        assert_eq!(read(&fs, "db/CURRENT"), b"new");
+        assert_eq!(fs.list(Path::new("db")).expect("list"), vec!["CURRENT"]);
+    }
+
+    #[test]
+    fn remove_without_sync_dir_is_undone_by_crash() {
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"kept");
+        fs.remove(Path::new("db/f")).expect("remove");
+        assert!(!fs.exists(Path::new("db/f")).expect("exists"));
+        fs.crash(None);
+        assert_eq!(read(&fs, "db/f"), b"kept");
+    }
+
+    #[test]
+    fn truncating_create_without_sync_restores_old_bytes() {
+        // Goal: `create` of an existing name truncates the same node; until
+        // synced, a crash brings the old bytes back, and no tear applies.
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"old contents");
+        let mut file = fs.create(Path::new("db/f")).expect("create");
+        file.append(b"new contents, longer").expect("append");
+        fs.crash(Some(7));
+        assert_eq!(read(&fs, "db/f"), b"old contents");
+    }
+
+    #[test]
+    fn torn_tail_keeps_a_prefix_of_unsynced_bytes_and_never_more() {
+        // Goal: across many seeds, the file after a torn crash is the synced
+        // bytes plus a prefix of the unsynced ones, and the prefix length
+        // varies from none to all.
+        let synced = b"synced:".to_vec();
+        let unsynced: Vec<u8> = (0u8..32).collect();
+        let mut lengths = BTreeSet::new();
+        for seed in 0..200 {
+            let fs = fs_with_db();
+            let mut file = fs.create(Path::new("db/log")).expect("create");
+            file.append(&synced).expect("append");
+            file.sync().expect("sync");
+            fs.sync_dir(Path::new("db")).expect("sync_dir");
+            file.append(&unsynced).expect("append");
+            fs.crash(Some(seed));
+            let after = read(&fs, "db/log");
+            assert!(after.len() <= synced.len() + unsynced.len(), "seed {seed}");
+            let (head, tail) = after.split_at(synced.len());
+            assert_eq!(head, synced.as_slice(), "seed {seed}");
+            assert_eq!(tail, &unsynced[..tail.len()], "seed {seed}");
+            lengths.insert(tail.len());
+            // What the tear kept is now durable.
+            fs.crash(None);
+            assert_eq!(read(&fs, "db/log"), after, "seed {seed}");
+        }
+        assert!(lengths.len() > 10, "tear lengths barely vary: {lengths:?}");
+    }
+
+    #[test]
+    fn eio_fails_exactly_the_chosen_op() {
+        // Goal: inject(2, Eio) fails the third mutating call and no other.
+        let fs = fs_with_db();
+        let mut file = fs.create(Path::new("db/f")).expect("create");
+        let start = fs.mutating_ops();
+        fs.inject(2, FaultKind::Eio);
+        file.append(b"a").expect("op 0");
+        file.append(b"b").expect("op 1");
+        match file.append(b"c") {
+            Err(Error::Io { source, .. }) => {
+                assert_eq!(source.kind(), io::ErrorKind::Other);
+                assert_eq!(source.to_string(), "injected EIO");
+            }
+            other => panic!("expected EIO, got {:?}", other.map(|_| ())),
+        }
+        assert_eq!(fs.mutating_ops(), start + 3);
+        // The failed append wrote nothing; the op after it is unharmed.
+        file.append(b"d").expect("op 3");
+        assert_eq!(read(&fs, "db/f"), b"abd");
+        // Reads do not count.
+        fs.inject(0, FaultKind::Eio);
+        fs.list(Path::new("db")).expect("list");
+        fs.open(Path::new("db/f")).expect("open");
+        assert!(fs.sync_dir(Path::new("db")).is_err());
+        fs.sync_dir(Path::new("db")).expect("second sync_dir");
+    }
+
+    #[test]
+    fn no_space_is_enospc_and_writes_nothing() {
+        let fs = fs_with_db();
+        let mut file = fs.create(Path::new("db/f")).expect("create");
+        file.append(b"kept").expect("append");
+        fs.inject(0, FaultKind::NoSpace);
+        match file.append(b"refused") {
+            Err(Error::Io { source, op, .. }) => {
+                assert_eq!(source.raw_os_error(), Some(ENOSPC));
+                assert_eq!(op, "write");
+            }
+            other => panic!("expected ENOSPC, got {:?}", other.map(|_| ())),
+        }
+        assert_eq!(read(&fs, "db/f"), b"kept");
+        assert_eq!(file.len(), 4);
+    }
+
+    #[test]
+    fn several_faults_fire_in_turn_and_clear_faults_drops_them() {
+        let fs = fs_with_db();
+        fs.inject(0, FaultKind::Eio);
+        fs.inject(1, FaultKind::NoSpace);
+        fs.inject(5, FaultKind::Eio);
+        assert!(fs.sync_dir(Path::new("db")).is_err());
+        assert!(fs.sync_dir(Path::new("db")).is_err());
+        fs.clear_faults();
+        for _ in 0..10 {
+            fs.sync_dir(Path::new("db")).expect("sync_dir");
+        }
+    }
+
+    #[test]
+    fn crash_fault_fails_everything_until_crash() {
+        // Goal: once a Crash fault fires, every call fails, reads included,
+        // and `crash` ends it and rolls back to what was durable.
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"durable");
+        let reader = fs.open(Path::new("db/f")).expect("open");
+        let mut file = fs.create(Path::new("db/g")).expect("create");
+        fs.inject(1, FaultKind::Crash);
+        file.append(b"x").expect("op 0");
+        assert!(io_message(file.sync()).contains("crashed"));
+        assert!(fs.is_crashed());
+        assert!(file.append(b"y").is_err());
+        assert!(fs.open(Path::new("db/f")).is_err());
+        assert!(reader.read_at(0, 1).is_err());
+        assert!(fs.list(Path::new("db")).is_err());
+        assert!(fs.exists(Path::new("db/f")).is_err());
+        assert!(fs.lock(Path::new("db/LOCK")).is_err());
+        assert!(fs.create(Path::new("db/h")).is_err());
+        fs.crash(None);
+        assert!(!fs.is_crashed());
+        assert_eq!(read(&fs, "db/f"), b"durable");
+        assert!(!fs.exists(Path::new("db/g")).expect("exists"));
+    }
+
+    #[test]
+    fn handles_from_before_a_crash_are_dead() {
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"abc");
+        let mut file = fs.create(Path::new("db/g")).expect("create");
+        fs.sync_dir(Path::new("db")).expect("sync_dir");
+        let reader = fs.open(Path::new("db/f")).expect("open");
+        fs.crash(None);
+        assert!(io_message(file.append(b"late")).contains("crashed"));
+        assert!(file.sync().is_err());
+        assert!(reader.read_at(0, 1).is_err());
+        // New handles on the same files work.
+        let reader = fs.open(Path::new("db/f")).expect("open");
+        assert_eq!(reader.read_at(1, 2).expect("read"), b"bc");
+        assert_eq!(fs.file_len(Path::new("db/g")), Some(0));
+    }
+
+    #[test]
+    fn lock_conflicts_until_guard_drops() {
+        let fs = fs_with_db();
+        let lock_path = Path::new("db/LOCK");
+        let guard = fs.lock(lock_path).expect("lock");
+        match fs.lock(lock_path) {
+            Err(Error::Locked { path }) => assert_eq!(path, lock_path),
+            other => panic!("expected Locked, got {:?}", other.map(|_| ())),
+        }
+        drop(guard);
+        let guard = fs.lock(lock_path).expect("relock after drop");
+        // A crash releases it; the stale guard must not release the new one.
+        fs.crash(None);
+        let fresh = fs.lock(lock_path).expect("lock after crash");
+        drop(guard);
+        assert!(matches!(fs.lock(lock_path), Err(Error::Locked { .. })));
+        drop(fresh);
+        fs.lock(lock_path).expect("lock after release");
+    }
+
+    #[test]
+    fn reads_see_appends_and_fail_past_the_end() {
+        let fs = fs_with_db();
+        let mut file = fs.create(Path::new("db/f")).expect("create");
+        file.append(b"abc").expect("append");
+        let reader = fs.open(Path::new("db/f")).expect("open");
+        file.append(b"def").expect("append");
+        assert_eq!(reader.len(), 3);
+        assert_eq!(reader.read_at(2, 3).expect("read"), b"cde");
+        assert_eq!(io_kind(reader.read_at(4, 3)), io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            io_kind(reader.read_at(u64::MAX, 1)),
+            io::ErrorKind::UnexpectedEof
+        );
+        assert_eq!(fs.io_stats().snapshot().bytes_read, 3);
+        assert_eq!(fs.io_stats().snapshot().bytes_written, 6);
+    }
+
+    #[test]
+    fn missing_files_and_directories_are_not_found() {
+        let fs = fs_with_db();
+        assert_eq!(
+            io_kind(fs.open(Path::new("db/nope"))),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            io_kind(fs.remove(Path::new("db/nope"))),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            io_kind(fs.rename(Path::new("db/nope"), Path::new("db/x"))),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            io_kind(fs.create(Path::new("other/f"))),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            io_kind(fs.list(Path::new("other"))),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            io_kind(fs.sync_dir(Path::new("other"))),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn list_is_sorted_and_includes_subdirectories() {
+        let fs = fs_with_db();
+        fs.create_dir_all(Path::new("db/sub/deeper"))
+            .expect("mkdir");
+        for name in ["db/b", "db/a", "db/./c"] {
+            fs.create(Path::new(name)).expect("create");
+        }
+        assert_eq!(
+            fs.list(Path::new("db/")).expect("list"),
+            vec!["a", "b", "c", "sub"]
+        );
+        assert!(fs.exists(Path::new("db/sub")).expect("exists"));
+        assert_eq!(
+            fs.files(),
+            vec![
+                PathBuf::from("db/a"),
+                PathBuf::from("db/b"),
+                PathBuf::from("db/c")
+            ]
+        );
+        // Directories are durable at once; their entries are not.
+        fs.crash(None);
+        assert_eq!(fs.list(Path::new("db")).expect("list"), vec!["sub"]);
+    }
+
+    #[test]
+    fn corrupt_byte_flips_current_and_durable_bytes() {
+        let fs = fs_with_db();
+        write_durable(&fs, "db/f", b"\x00\x01");
+        assert!(fs.corrupt_byte(Path::new("db/f"), 1, 0xff));
+        assert!(!fs.corrupt_byte(Path::new("db/f"), 2, 0xff));
+        assert!(!fs.corrupt_byte(Path::new("db/nope"), 0, 0xff));
+        fs.crash(None);
+        assert_eq!(read(&fs, "db/f"), b"\x00\xfe");
+        assert_eq!(fs.file_len(Path::new("db/f")), Some(2));
+    }
+
+    #[test]
+    fn fault_fs_is_send_sync_debug() {
+        fn assert_traits<T: Send + Sync + fmt::Debug>() {}
+        assert_traits::<FaultFs>();
+        let fs: Arc<dyn Fs> = FaultFs::new();
+        assert!(format!("{fs:?}").contains("FaultFs"));
     }
 }
