@@ -1,0 +1,1 @@
+//! Whole-SST tests: build, read back, seek, get, verify, corruption.
