@@ -41,6 +41,18 @@ pub(crate) struct Sst {
     properties: Properties,
 }
 
+impl std::fmt::Debug for Sst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sst")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("file_size", &self.file_size)
+            .field("footer", &self.footer)
+            .field("properties", &self.properties)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Sst {
     pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
