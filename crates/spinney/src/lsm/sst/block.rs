@@ -114,7 +114,12 @@ pub(crate) struct Block {
 impl Block {
     /// Checks the restart array of `data`, the contents of the block stored
     /// at `file_offset` in `file`.
-    pub(crate) fn new(data: Vec<u8>, file: &Path, file_offset: u64, compressed: bool) -> Result<Block> {
+    pub(crate) fn new(
+        data: Vec<u8>,
+        file: &Path,
+        file_offset: u64,
+        compressed: bool,
+    ) -> Result<Block> {
         let mut block = Block {
             data,
             restarts_offset: 0,
@@ -147,7 +152,11 @@ impl Block {
                 Some(p) => r > p && r < restarts_offset,
             };
             if !ok {
-                return bad(&block, restarts_offset + 4 * i, "restart points out of order");
+                return bad(
+                    &block,
+                    restarts_offset + 4 * i,
+                    "restart points out of order",
+                );
             }
             previous = Some(r);
         }
@@ -195,9 +204,11 @@ impl Block {
         let non_shared = d.varint32().map_err(err)? as usize;
         let value_len = d.varint32().map_err(err)? as usize;
         let key_start = pos + d.pos();
-        d.bytes(non_shared, "key runs past the entries").map_err(err)?;
+        d.bytes(non_shared, "key runs past the entries")
+            .map_err(err)?;
         let value_start = pos + d.pos();
-        d.bytes(value_len, "value runs past the entries").map_err(err)?;
+        d.bytes(value_len, "value runs past the entries")
+            .map_err(err)?;
         Ok(Entry {
             shared,
             key_start,
@@ -257,7 +268,10 @@ impl BlockIter {
     }
 
     pub(crate) fn value(&self) -> &[u8] {
-        self.block.data.get(self.value.0..self.value.1).unwrap_or_default()
+        self.block
+            .data
+            .get(self.value.0..self.value.1)
+            .unwrap_or_default()
     }
 
     /// The error for the bad bytes met, if any.
@@ -476,7 +490,11 @@ mod tests {
                 let mut after = k.clone();
                 after.push(0);
                 it.seek(&after);
-                match entries.iter().skip(i).find(|(e, _)| key::compare(e, &after).is_ge()) {
+                match entries
+                    .iter()
+                    .skip(i)
+                    .find(|(e, _)| key::compare(e, &after).is_ge())
+                {
                     Some((e, _)) => assert_eq!(it.key(), e.as_slice()),
                     None => assert!(!it.valid()),
                 }
@@ -487,7 +505,10 @@ mod tests {
                     .collect();
                 let target = internal_key(&user, rng.gen_range(0..1000), Kind::Put);
                 it.seek(&target);
-                match entries.iter().find(|(e, _)| key::compare(e, &target).is_ge()) {
+                match entries
+                    .iter()
+                    .find(|(e, _)| key::compare(e, &target).is_ge())
+                {
                     Some((e, _)) => assert_eq!(it.key(), e.as_slice()),
                     None => assert!(!it.valid()),
                 }

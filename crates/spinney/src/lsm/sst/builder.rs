@@ -92,7 +92,8 @@ impl SstBuilder {
         if self.options.bloom_bits_per_key > 0
             && (first || key::user_key(&self.last_key) != parsed.user_key)
         {
-            self.filter_hashes.push(filter::hash_user_key(parsed.user_key));
+            self.filter_hashes
+                .push(filter::hash_user_key(parsed.user_key));
         }
         let p = &mut self.properties;
         if first {

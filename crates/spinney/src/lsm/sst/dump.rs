@@ -64,7 +64,12 @@ pub(crate) fn dump(fs: &dyn Fs, path: &Path, out: &mut dyn Write) -> Result<()> 
     let f = sst.footer();
     writeln!(out, "SST {}", path.display()).map_err(w)?;
     writeln!(out, "file size: {} bytes", sst.file_size()).map_err(w)?;
-    writeln!(out, "footer (format version {}):", super::format::FORMAT_VERSION).map_err(w)?;
+    writeln!(
+        out,
+        "footer (format version {}):",
+        super::format::FORMAT_VERSION
+    )
+    .map_err(w)?;
     if f.filter.size == 0 {
         writeln!(out, "  filter:     none").map_err(w)?;
     } else {
@@ -111,7 +116,13 @@ pub(crate) fn dump(fs: &dyn Fs, path: &Path, out: &mut dyn Write) -> Result<()> 
     let mut it = sst.iter();
     it.seek_to_first();
     while it.valid() {
-        writeln!(out, "  {} => {}", format_key(it.key()), format_value(it.value())).map_err(w)?;
+        writeln!(
+            out,
+            "  {} => {}",
+            format_key(it.key()),
+            format_value(it.value())
+        )
+        .map_err(w)?;
         it.next();
     }
     it.status()

@@ -131,12 +131,17 @@ mod tests {
     fn false_positive_rate_at_10_bits_is_below_2_percent() {
         // Goal: the filter earns its keep. Method: 10,000 keys in, 10,000
         // different keys out, count the out-keys the filter lets through.
-        let keys: Vec<Vec<u8>> = (0..10_000u32).map(|i| format!("key{i:08}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..10_000u32)
+            .map(|i| format!("key{i:08}").into_bytes())
+            .collect();
         let f = filter_of(&keys, 10);
         let false_positives = (0..10_000u32)
             .filter(|i| f.may_contain(format!("absent{i:08}").as_bytes()))
             .count();
-        assert!(false_positives < 200, "{false_positives} false positives in 10,000");
+        assert!(
+            false_positives < 200,
+            "{false_positives} false positives in 10,000"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! block trailers (compression type and checksum), the properties block and
 //! the footer.
 //!
-//! Byte layout: docs/format.md#sst. Everything here is pure: bytes in, values
+//! Byte layout: docs/format.md#sst (the spec; keep it in step). Everything here is pure: bytes in, values
 //! or `Error::Corruption` (naming the file and the absolute offset) out.
 #![deny(clippy::indexing_slicing)]
 
@@ -177,7 +177,9 @@ impl Footer {
             return Err(Error::corruption(
                 file,
                 base,
-                format!("footer checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"),
+                format!(
+                    "footer checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"
+                ),
             ));
         }
         let version = encoding::get_u32_at(buf, FOOTER_HANDLES_BYTES).unwrap_or(0);
@@ -364,11 +366,7 @@ impl Properties {
         let pos = d.pos();
         let c = d.u8("compression").map_err(err)?;
         let compression = CompressionType::from_u8(c).ok_or_else(|| {
-            Error::corruption(
-                file,
-                base + pos as u64,
-                format!("unknown compression {c}"),
-            )
+            Error::corruption(file, base + pos as u64, format!("unknown compression {c}"))
         })?;
         let bloom_bits_per_key = d.varint32().map_err(err)?;
         Ok(Properties {
@@ -400,14 +398,25 @@ mod tests {
 
     fn footer() -> Footer {
         Footer {
-            filter: BlockHandle { offset: 300, size: 0 },
-            properties: BlockHandle { offset: 305, size: 40 },
-            index: BlockHandle { offset: 350, size: 2 },
+            filter: BlockHandle {
+                offset: 300,
+                size: 0,
+            },
+            properties: BlockHandle {
+                offset: 305,
+                size: 40,
+            },
+            index: BlockHandle {
+                offset: 350,
+                size: 2,
+            },
         }
     }
 
     #[test]
     fn footer_golden_bytes() {
+        assert_eq!(MAGIC, 0x2154_5353_594E_5053);
+        assert_eq!(FOOTER_BYTES, 76);
         let bytes = footer().encode();
         let mut expected = vec![
             0xAC, 0x02, 0x00, // filter: 300, 0
@@ -420,7 +429,10 @@ mod tests {
         let crc = encoding::crc32c(&expected);
         expected.extend_from_slice(&crc.to_le_bytes());
         assert_eq!(bytes.as_slice(), expected.as_slice());
-        assert_eq!(Footer::decode(&bytes, path(), 357).expect("decodes"), footer());
+        assert_eq!(
+            Footer::decode(&bytes, path(), 357).expect("decodes"),
+            footer()
+        );
     }
 
     #[test]
@@ -501,7 +513,11 @@ mod tests {
         let compressible: Vec<u8> = b"spinney ".iter().copied().cycle().take(4000).collect();
         let mut rng = SmallRng::seed_from_u64(1);
         let incompressible: Vec<u8> = (0..4000).map(|_| rng.gen()).collect();
-        for kind in [CompressionType::None, CompressionType::Lz4, CompressionType::Zstd] {
+        for kind in [
+            CompressionType::None,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ] {
             for raw in [&compressible, &incompressible] {
                 let (stored, used) = compress_block(raw, kind);
                 if kind == CompressionType::None || raw == &incompressible {

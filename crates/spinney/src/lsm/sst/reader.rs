@@ -132,8 +132,13 @@ impl Sst {
     /// The data-block handle of the index entry `it` is on.
     pub(crate) fn decode_handle(&self, it: &BlockIter) -> Result<BlockHandle> {
         let mut d = Decoder::new(it.value());
-        let handle = BlockHandle::decode_from(&mut d)
-            .map_err(|e| Error::corruption(&self.path, self.footer.index.offset, format!("index entry: {}", e.what)))?;
+        let handle = BlockHandle::decode_from(&mut d).map_err(|e| {
+            Error::corruption(
+                &self.path,
+                self.footer.index.offset,
+                format!("index entry: {}", e.what),
+            )
+        })?;
         Ok(handle)
     }
 
@@ -164,7 +169,11 @@ impl Sst {
 
     /// The first entry whose internal key is >= `seek_key`, if its user key
     /// is `user_key`. Consults the bloom filter first.
-    pub(crate) fn get(&self, seek_key: &[u8], user_key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    pub(crate) fn get(
+        &self,
+        seek_key: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if let Some(filter) = &self.filter {
             if !filter.may_contain(user_key) {
                 return Ok(None);
@@ -216,6 +225,7 @@ impl Sst {
         let mut blocks = 0u64;
         let mut first: Option<Vec<u8>> = None;
         let mut last: Option<Vec<u8>> = None;
+        let mut prev_index_key: Option<Vec<u8>> = None;
         let mut index = self.index_iter();
         index.seek_to_first();
         while index.valid() {
@@ -227,6 +237,13 @@ impl Sst {
             it.seek_to_first();
             if !it.valid() && it.error(&self.path).is_none() {
                 return Err(corrupt("data block has no entries".into()));
+            }
+            if let (true, Some(prev_index_key)) = (it.valid(), &prev_index_key) {
+                if key::compare(prev_index_key, it.key()) != Ordering::Less {
+                    return Err(corrupt(
+                        "index key of the previous block is not below this block".into(),
+                    ));
+                }
             }
             while it.valid() {
                 if ParsedKey::parse(it.key()).is_none() {
@@ -249,9 +266,12 @@ impl Sst {
             }
             if let Some(l) = &last {
                 if key::compare(l, index.key()) == Ordering::Greater {
-                    return Err(corrupt("index key is below the last key of its block".into()));
+                    return Err(corrupt(
+                        "index key is below the last key of its block".into(),
+                    ));
                 }
             }
+            prev_index_key = Some(index.key().to_vec());
             index.next();
         }
         if let Some(e) = index.error(&self.path) {

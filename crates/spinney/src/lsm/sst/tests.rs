@@ -25,7 +25,10 @@ struct MemFile {
 impl RandomAccessFile for MemFile {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start.checked_add(len).and_then(|end| self.data.get(start..end)) {
+        match start
+            .checked_add(len)
+            .and_then(|end| self.data.get(start..end))
+        {
             Some(b) => Ok(b.to_vec()),
             None => Err(Error::io(
                 "read",
@@ -87,7 +90,11 @@ fn sample_entries(users: usize) -> Entries {
         let versions = 1 + u % 3;
         for v in (0..versions).rev() {
             let seqno = (u * 10 + v) as u64;
-            let kind = if (u + v) % 7 == 3 { Kind::Delete } else { Kind::Put };
+            let kind = if (u + v) % 7 == 3 {
+                Kind::Delete
+            } else {
+                Kind::Put
+            };
             let value = match kind {
                 Kind::Delete => Vec::new(),
                 Kind::Put => format!("value {u} version {v} ")
@@ -209,7 +216,8 @@ fn full_sst_round_trips_for_every_compression_and_filter() {
             let mut it = sst.iter();
             for target in seek_targets(&entries) {
                 it.seek(&target);
-                let i = entries.partition_point(|(k, _)| key::compare(k, &target) == Ordering::Less);
+                let i =
+                    entries.partition_point(|(k, _)| key::compare(k, &target) == Ordering::Less);
                 match entries.get(i) {
                     Some((k, v)) => {
                         assert!(it.valid());
@@ -273,7 +281,8 @@ fn builder_rejects_keys_out_of_order_and_malformed_keys() {
         path: PathBuf::from("mem.sst"),
     };
     let mut b = SstBuilder::new(Box::new(file), options(Compression::None, 0, 4096));
-    b.add(&internal_key(b"b", 1, Kind::Put), b"").expect("first");
+    b.add(&internal_key(b"b", 1, Kind::Put), b"")
+        .expect("first");
     for bad in [
         internal_key(b"a", 1, Kind::Put),
         internal_key(b"b", 1, Kind::Put),
@@ -282,7 +291,8 @@ fn builder_rejects_keys_out_of_order_and_malformed_keys() {
     ] {
         assert!(matches!(b.add(&bad, b""), Err(Error::InvalidArgument(_))));
     }
-    b.add(&internal_key(b"b", 0, Kind::Put), b"").expect("older version");
+    b.add(&internal_key(b"b", 0, Kind::Put), b"")
+        .expect("older version");
     assert_eq!(b.finish().expect("finish").entries, 2);
 }
 
@@ -302,7 +312,8 @@ fn filtered_miss_reads_no_data_block() {
             b.add(k, v).expect("add");
         }
         b.finish().expect("finish");
-        let sst = Sst::open(fs.open(&path).expect("open"), 1, Arc::new(Cache::new(0))).expect("sst");
+        let sst =
+            Sst::open(fs.open(&path).expect("open"), 1, Arc::new(Cache::new(0))).expect("sst");
         let reads = || fs.io_stats().snapshot().read_requests;
 
         let mut filtered = 0;
@@ -344,7 +355,10 @@ fn cached_blocks_are_not_read_again() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = OsFs::new();
     let path = dir.path().join("c.sst");
-    let mut b = SstBuilder::new(fs.create(&path).expect("create"), options(Compression::Lz4, 10, 1024));
+    let mut b = SstBuilder::new(
+        fs.create(&path).expect("create"),
+        options(Compression::Lz4, 10, 1024),
+    );
     let entries = sample_entries(200);
     for (k, v) in &entries {
         b.add(k, v).expect("add");
@@ -402,7 +416,11 @@ fn every_byte_flip_is_detected_or_harmless() {
     // one bit and then the whole byte at every position of a small SST,
     // and read the copy every way.
     let entries = sample_entries(40);
-    for (compression, bloom) in [(Compression::None, 10), (Compression::Lz4, 0), (Compression::Zstd, 10)] {
+    for (compression, bloom) in [
+        (Compression::None, 10),
+        (Compression::Lz4, 0),
+        (Compression::Zstd, 10),
+    ] {
         let (bytes, _) = build_in_memory(&entries, options(compression, bloom, 300));
         let sst = open_in_memory(bytes.clone(), Arc::new(Cache::new(0))).expect("open");
         assert!(sst.properties().data_blocks >= 3);
@@ -413,7 +431,11 @@ fn every_byte_flip_is_detected_or_harmless() {
                 if let Some(b) = damaged.get_mut(pos) {
                     *b ^= mask;
                 }
-                check_damaged_copy(damaged.clone(), &entries, &format!("{compression:?} flip {mask:#x} at {pos}"));
+                check_damaged_copy(
+                    damaged.clone(),
+                    &entries,
+                    &format!("{compression:?} flip {mask:#x} at {pos}"),
+                );
                 let copy = open_in_memory(damaged, Arc::new(Cache::new(0)));
                 if copy.is_err() || copy.is_ok_and(|s| s.verify().is_err()) {
                     detected += 1;
@@ -430,7 +452,17 @@ fn truncated_file_is_corruption() {
     let entries = sample_entries(100);
     let (bytes, _) = build_in_memory(&entries, options(Compression::Lz4, 10, 512));
     let len = bytes.len();
-    for cut in [0, 1, FOOTER_BYTES - 1, FOOTER_BYTES, FOOTER_BYTES + 1, len / 2, len - FOOTER_BYTES, len - 5, len - 1] {
+    for cut in [
+        0,
+        1,
+        FOOTER_BYTES - 1,
+        FOOTER_BYTES,
+        FOOTER_BYTES + 1,
+        len / 2,
+        len - FOOTER_BYTES,
+        len - 5,
+        len - 1,
+    ] {
         let short = bytes.get(..cut).expect("cut inside").to_vec();
         let err = open_in_memory(short.clone(), Arc::new(Cache::new(0))).expect_err("truncated");
         assert!(err.is_corruption(), "cut at {cut}: {err}");
@@ -453,7 +485,11 @@ fn damaged_data_block_names_its_offset_and_stops_the_iterator() {
     it.seek_to_first();
     assert!(!it.valid());
     match it.status() {
-        Err(Error::Corruption { offset, detail, file }) => {
+        Err(Error::Corruption {
+            offset,
+            detail,
+            file,
+        }) => {
             assert_eq!(offset, 0);
             assert!(detail.contains("checksum"), "{detail}");
             assert_eq!(file, PathBuf::from("mem.sst"));
@@ -470,10 +506,16 @@ fn dump_lists_footer_properties_index_and_entries() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = OsFs::new();
     let path = dir.path().join("d.sst");
-    let mut b = SstBuilder::new(fs.create(&path).expect("create"), options(Compression::Zstd, 10, 256));
-    b.add(&internal_key(b"a\x00b", 5, Kind::Put), b"short").expect("add");
-    b.add(&internal_key(b"a\x00b", 4, Kind::Delete), b"").expect("add");
-    b.add(&internal_key(b"long", 3, Kind::Put), &[b'x'; 100]).expect("add");
+    let mut b = SstBuilder::new(
+        fs.create(&path).expect("create"),
+        options(Compression::Zstd, 10, 256),
+    );
+    b.add(&internal_key(b"a\x00b", 5, Kind::Put), b"short")
+        .expect("add");
+    b.add(&internal_key(b"a\x00b", 4, Kind::Delete), b"")
+        .expect("add");
+    b.add(&internal_key(b"long", 3, Kind::Put), &[b'x'; 100])
+        .expect("add");
     b.finish().expect("finish");
     let mut out = Vec::new();
     dump(&fs, &path, &mut out).expect("dump");
