@@ -32,6 +32,9 @@ pub(crate) struct SstBuilder {
     /// Hashes of distinct user keys, for the filter (empty when no filter).
     filter_hashes: Vec<u64>,
     last_key: Vec<u8>,
+    /// The handle of the last data block written, whose index entry waits
+    /// for the next key so that its separator can be shortened.
+    pending_index: Option<BlockHandle>,
     properties: Properties,
     /// The first error; every later call repeats it.
     failed: Option<Error>,
@@ -49,6 +52,7 @@ impl SstBuilder {
             index_block: BlockBuilder::new(),
             filter_hashes: Vec::new(),
             last_key: Vec::new(),
+            pending_index: None,
             properties: Properties {
                 compression,
                 bloom_bits_per_key: options.bloom_bits_per_key,
@@ -109,9 +113,13 @@ impl SstBuilder {
         p.raw_value_bytes += value.len() as u64;
         p.seqno_min = p.seqno_min.min(parsed.seqno);
         p.seqno_max = p.seqno_max.max(parsed.seqno);
+
+        if let Some(handle) = self.pending_index.take() {
+            let separator = shortest_separator(&self.last_key, ikey);
+            self.add_index_entry(&separator, handle);
+        }
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
-
         self.data_block.add(ikey, value);
         if self.data_block.size_estimate() >= self.options.block_size {
             self.flush_data_block()?;
@@ -119,19 +127,23 @@ impl SstBuilder {
         Ok(())
     }
 
-    /// Writes the pending data block and its index entry. The index key is
-    /// the block's last key: >= every key in it, < every key after it.
+    /// Writes the current data block. Its index entry is added when the
+    /// next key arrives (or at `finish`).
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
         let raw = self.data_block.finish();
         let handle = self.write_block(&raw, self.compression)?;
-        let mut encoded = Vec::with_capacity(format::BLOCK_HANDLE_BYTES_MAX);
-        handle.encode_to(&mut encoded);
-        self.index_block.add(&self.last_key, &encoded);
+        self.pending_index = Some(handle);
         self.properties.data_blocks += 1;
         Ok(())
+    }
+
+    fn add_index_entry(&mut self, separator: &[u8], handle: BlockHandle) {
+        let mut encoded = Vec::with_capacity(format::BLOCK_HANDLE_BYTES_MAX);
+        handle.encode_to(&mut encoded);
+        self.index_block.add(separator, &encoded);
     }
 
     /// Writes a block (compressed if `kind` asks and it pays) and its trailer.
@@ -169,6 +181,12 @@ impl SstBuilder {
     pub(crate) fn finish(mut self) -> Result<SstInfo> {
         self.check()?;
         self.flush_data_block()?;
+        if let Some(handle) = self.pending_index.take() {
+            // The last block's index key is its last key: nothing follows.
+            let last = std::mem::take(&mut self.last_key);
+            self.add_index_entry(&last, handle);
+            self.last_key = last;
+        }
         let mut footer = Footer::default();
         if self.options.bloom_bits_per_key > 0 {
             let block = filter::build(&self.filter_hashes, self.options.bloom_bits_per_key);
@@ -190,5 +208,54 @@ impl SstBuilder {
             seqno_min: p.seqno_min,
             seqno_max: p.seqno_max,
         })
+    }
+}
+
+/// An internal key `k` with `last <= k < next`, as short as this cheap rule
+/// finds: if the user keys differ at byte `i` and `last`'s byte there can be
+/// raised by one and stay below `next`'s, the separator is that shortened
+/// user key with the largest trailer (which sorts first among its versions).
+/// Otherwise `last` itself.
+pub(crate) fn shortest_separator(last: &[u8], next: &[u8]) -> Vec<u8> {
+    let (a, b) = (key::user_key(last), key::user_key(next));
+    let i = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
+    if let (Some(&x), Some(&y)) = (a.get(i), b.get(i)) {
+        if x < 0xFF && x + 1 < y {
+            let mut user = a.get(..i).unwrap_or_default().to_vec();
+            user.push(x + 1);
+            if user.len() < a.len() {
+                let sep = key::internal_key(&user, key::SEQNO_MAX, key::KIND_SEEK);
+                debug_assert!(key::compare(last, &sep) == Ordering::Less);
+                debug_assert!(key::compare(&sep, next) == Ordering::Less);
+                return sep;
+            }
+        }
+    }
+    last.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::key::internal_key;
+
+    #[test]
+    fn separator_is_shorter_when_it_can_be_and_always_separates() {
+        let k = |u: &[u8], s| internal_key(u, s, Kind::Put);
+        let sep = shortest_separator(&k(b"abcdef", 5), &k(b"abzzz", 9));
+        assert_eq!(key::user_key(&sep), b"abd");
+        for (a, b) in [
+            (k(b"abc", 5), k(b"abd", 9)), // adjacent bytes: no room
+            (k(b"ab", 5), k(b"abc", 9)),  // prefix
+            (k(b"abc", 5), k(b"abc", 4)), // same user key
+            (k(b"a\xff", 5), k(b"b", 4)), // 0xFF cannot be raised
+            (k(b"", 5), k(b"x", 4)),      // empty user key
+            (k(b"b", 5), k(b"d", 4)),     // not shorter than last
+        ] {
+            let sep = shortest_separator(&a, &b);
+            assert!(key::compare(&a, &sep).is_le(), "{a:?} {sep:?}");
+            assert!(key::compare(&sep, &b).is_lt(), "{sep:?} {b:?}");
+            assert!(sep.len() <= a.len());
+        }
     }
 }
