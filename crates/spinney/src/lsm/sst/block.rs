@@ -255,10 +255,6 @@ impl BlockIter {
         }
     }
 
-    pub(crate) fn block(&self) -> &Arc<Block> {
-        &self.block
-    }
-
     pub(crate) fn valid(&self) -> bool {
         self.err.is_none() && self.current < self.block.restarts_offset
     }
