@@ -1,21 +1,51 @@
-//! STUB — to be replaced by the SST implementation. The interface is fixed.
+//! Sorted string tables (SSTs): immutable files of internal keys and values,
+//! written once by a flush or a compaction and read by point lookups and
+//! iterators until compaction deletes them.
 //!
-//! Sorted string tables: immutable files of internal keys and values.
+//! Byte layout: docs/format.md#sst. In short:
+//! ```text
+//! sst     := data_block* filter_block? properties_block index_block footer
+//! block   := contents (compressed or not) type:u8 crc32c:u32
+//! footer  := filter_handle properties_handle index_handle (zero-padded to 60 bytes)
+//!            version:u32 magic:u64 crc32c:u32
+//! ```
+//!
+//! The pieces, lowest first: `format` (constants, handles, trailers, footer,
+//! properties), `block` (prefix-compressed key/value blocks and their
+//! iterator), `filter` (the whole-file bloom filter over user keys),
+//! `builder` (`SstBuilder`), `reader` (`Sst` and the two-level `SstIter`),
+//! `dump` (a human-readable listing).
+//!
+//! Nothing read from an SST file can make these modules panic or index out
+//! of bounds (each file denies `clippy::indexing_slicing`): bad bytes are
+//! `Error::Corruption` naming the file and the offset.
+//!
+//! Thread-safety: an `Sst` is immutable and shared through `Arc`; builders
+//! and iterators have one owner each.
 
-use std::path::Path;
-use std::sync::Arc;
+mod block;
+mod builder;
+mod dump;
+mod filter;
+mod format;
+mod reader;
+#[cfg(test)]
+mod tests;
 
-use crate::cache::Cache;
-use crate::error::Result;
-use crate::fs::{RandomAccessFile, WritableFile};
-use crate::lsm::iter::InternalIterator;
+pub(crate) use builder::SstBuilder;
+pub(crate) use dump::dump;
+pub(crate) use format::{CompressionType, Properties};
+pub(crate) use reader::{Sst, SstIter};
+
 use crate::options::Compression;
 
 /// How to build an SST.
 #[derive(Debug, Clone)]
 pub(crate) struct SstOptions {
     pub compression: Compression,
+    /// Bloom filter bits per user key; 0 writes no filter block.
     pub bloom_bits_per_key: u32,
+    /// A data block is closed once its uncompressed size reaches this.
     pub block_size: usize,
 }
 
@@ -24,101 +54,10 @@ pub(crate) struct SstOptions {
 pub(crate) struct SstInfo {
     pub file_size: u64,
     pub entries: u64,
+    /// Smallest and largest internal keys; empty when there are no entries.
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
+    /// 0 and 0 when there are no entries.
     pub seqno_min: u64,
     pub seqno_max: u64,
-}
-
-pub(crate) struct SstBuilder {}
-
-impl SstBuilder {
-    pub(crate) fn new(_file: Box<dyn WritableFile>, _options: SstOptions) -> SstBuilder {
-        todo!()
-    }
-    /// Adds an entry; internal keys come in strictly increasing order.
-    pub(crate) fn add(&mut self, _ikey: &[u8], _value: &[u8]) -> Result<()> {
-        todo!()
-    }
-    /// Bytes written so far (an estimate of the file size).
-    pub(crate) fn estimated_size(&self) -> u64 {
-        todo!()
-    }
-    pub(crate) fn entries(&self) -> u64 {
-        todo!()
-    }
-    /// Writes filter, index, properties and footer, and syncs the file.
-    pub(crate) fn finish(self) -> Result<SstInfo> {
-        todo!()
-    }
-}
-
-/// An open SST: footer, index and filter in memory, data blocks through the cache.
-pub(crate) struct Sst {}
-
-impl Sst {
-    pub(crate) fn open(
-        _file: Arc<dyn RandomAccessFile>,
-        _file_number: u64,
-        _cache: Arc<Cache>,
-    ) -> Result<Arc<Sst>> {
-        todo!()
-    }
-    /// The first entry whose internal key is >= `seek_key`, if its user key
-    /// is `user_key`. Consults the bloom filter first.
-    pub(crate) fn get(
-        &self,
-        _seek_key: &[u8],
-        _user_key: &[u8],
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        todo!()
-    }
-    pub(crate) fn iter(self: &Arc<Self>) -> SstIter {
-        todo!()
-    }
-    /// Reads every block, checks checksums and key order.
-    pub(crate) fn verify(&self) -> Result<u64> {
-        todo!()
-    }
-}
-
-pub(crate) struct SstIter {}
-
-impl InternalIterator for SstIter {
-    fn valid(&self) -> bool {
-        todo!()
-    }
-    fn seek_to_first(&mut self) {
-        todo!()
-    }
-    fn seek_to_last(&mut self) {
-        todo!()
-    }
-    fn seek(&mut self, _target: &[u8]) {
-        todo!()
-    }
-    fn next(&mut self) {
-        todo!()
-    }
-    fn prev(&mut self) {
-        todo!()
-    }
-    fn key(&self) -> &[u8] {
-        todo!()
-    }
-    fn value(&self) -> &[u8] {
-        todo!()
-    }
-    fn status(&self) -> Result<()> {
-        todo!()
-    }
-}
-
-/// Writes a human-readable description of the SST at `path` to `out`.
-pub(crate) fn dump(
-    _fs: &dyn crate::fs::Fs,
-    _path: &Path,
-    _out: &mut dyn std::io::Write,
-) -> Result<()> {
-    todo!()
 }

@@ -1,0 +1,563 @@
+//! Blocks: sorted runs of key/value entries with prefix-compressed keys, the
+//! unit of SST I/O and caching. Data blocks and the index block share this
+//! format; keys are internal keys ordered by `key::compare`.
+//!
+//! Byte layout (docs/format.md#sst, LevelDB's block format):
+//! ```text
+//! block   := entry* restart* num_restarts:u32
+//! entry   := shared:varint32 non_shared:varint32 value_len:varint32
+//!            key_delta[non_shared] value[value_len]
+//! restart := u32 offset of an entry whose `shared` is 0 (every 16th entry)
+//! ```
+//! `Block::new` checks the restart array once; the iterator checks every
+//! entry as it decodes it and turns bad bytes into a sticky error, so a
+//! damaged block never causes a panic or a read out of bounds.
+//!
+//! Thread-safety: a `Block` is immutable and shared (through the cache) by
+//! many iterators; a `BlockIter` has one owner.
+#![deny(clippy::indexing_slicing)]
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::format::RESTART_INTERVAL;
+use crate::encoding::{self, Decoder};
+use crate::error::{Error, Result};
+use crate::lsm::key;
+
+/// Builds one block from entries added in strictly increasing key order.
+#[derive(Debug)]
+pub(crate) struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    /// Entries since the last restart point.
+    counter: usize,
+    last_key: Vec<u8>,
+    entries: usize,
+}
+
+impl BlockBuilder {
+    pub(crate) fn new() -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            counter: 0,
+            last_key: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// The size of the block if it were finished now.
+    pub(crate) fn size_estimate(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        let shared = if self.counter < RESTART_INTERVAL {
+            key.iter()
+                .zip(self.last_key.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+            0
+        };
+        let delta = key.get(shared..).unwrap_or_default();
+        encoding::put_varint32(&mut self.buf, shared as u32);
+        encoding::put_varint32(&mut self.buf, delta.len() as u32);
+        encoding::put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(delta);
+        self.buf.extend_from_slice(value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.counter += 1;
+        self.entries += 1;
+    }
+
+    /// Appends the restart array and returns the block, leaving the builder
+    /// empty and ready for the next block.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for &r in &self.restarts {
+            encoding::put_u32(&mut out, r);
+        }
+        encoding::put_u32(&mut out, self.restarts.len() as u32);
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.last_key.clear();
+        self.entries = 0;
+        out
+    }
+}
+
+/// A decoded block's bytes with its restart array located and checked.
+#[derive(Debug)]
+pub(crate) struct Block {
+    data: Vec<u8>,
+    /// Where the restart array begins (= end of the entries).
+    restarts_offset: usize,
+    num_restarts: usize,
+    /// Offset of the stored block in its file.
+    file_offset: u64,
+    /// True when the stored bytes were compressed: offsets inside `data`
+    /// then do not map to file offsets, and errors name the block's start.
+    compressed: bool,
+}
+
+impl Block {
+    /// Checks the restart array of `data`, the contents of the block stored
+    /// at `file_offset` in `file`.
+    pub(crate) fn new(
+        data: Vec<u8>,
+        file: &Path,
+        file_offset: u64,
+        compressed: bool,
+    ) -> Result<Block> {
+        let mut block = Block {
+            data,
+            restarts_offset: 0,
+            num_restarts: 0,
+            file_offset,
+            compressed,
+        };
+        let len = block.data.len();
+        let bad = |block: &Block, pos: usize, what: &str| Err(block.corruption(file, pos, what));
+        let Some(count_at) = len.checked_sub(4) else {
+            return bad(&block, 0, "block shorter than its restart count");
+        };
+        let num = encoding::get_u32_at(&block.data, count_at).unwrap_or(0) as usize;
+        let restarts_offset = num
+            .checked_mul(4)
+            .and_then(|bytes| count_at.checked_sub(bytes));
+        let Some(restarts_offset) = restarts_offset else {
+            return bad(&block, count_at, "restart count larger than the block");
+        };
+        if num == 0 {
+            return bad(&block, count_at, "block has no restart points");
+        }
+        block.restarts_offset = restarts_offset;
+        block.num_restarts = num;
+        let mut previous = None;
+        for i in 0..num {
+            let r = block.restart_point(i);
+            let ok = match previous {
+                None => r == 0,
+                Some(p) => r > p && r < restarts_offset,
+            };
+            if !ok {
+                return bad(
+                    &block,
+                    restarts_offset + 4 * i,
+                    "restart points out of order",
+                );
+            }
+            previous = Some(r);
+        }
+        Ok(block)
+    }
+
+    /// Bytes of the decoded block (its cache charge).
+    pub(crate) fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        let at = self.restarts_offset + 4 * i;
+        encoding::get_u32_at(&self.data, at).unwrap_or(0) as usize
+    }
+
+    /// The corruption error for bad bytes at `pos` inside this block.
+    pub(crate) fn corruption(&self, file: &Path, pos: usize, what: &str) -> Error {
+        let offset = if self.compressed {
+            self.file_offset
+        } else {
+            self.file_offset + pos as u64
+        };
+        Error::corruption(
+            file,
+            offset,
+            format!(
+                "{what} (byte {pos} of the {}block at offset {})",
+                if self.compressed { "decompressed " } else { "" },
+                self.file_offset
+            ),
+        )
+    }
+
+    /// Decodes the entry header at `pos`: (shared, key delta range, value
+    /// range, end of entry).
+    fn decode_entry(&self, pos: usize) -> Result<Entry, (usize, &'static str)> {
+        let region = self
+            .data
+            .get(pos..self.restarts_offset)
+            .ok_or((pos, "entry offset past the entries"))?;
+        let mut d = Decoder::new(region);
+        let err = |e: encoding::DecodeError| (pos + e.offset, e.what);
+        let shared = d.varint32().map_err(err)? as usize;
+        let non_shared = d.varint32().map_err(err)? as usize;
+        let value_len = d.varint32().map_err(err)? as usize;
+        let key_start = pos + d.pos();
+        d.bytes(non_shared, "key runs past the entries")
+            .map_err(err)?;
+        let value_start = pos + d.pos();
+        d.bytes(value_len, "value runs past the entries")
+            .map_err(err)?;
+        Ok(Entry {
+            shared,
+            key_start,
+            value_start,
+            end: pos + d.pos(),
+        })
+    }
+}
+
+struct Entry {
+    shared: usize,
+    key_start: usize,
+    value_start: usize,
+    end: usize,
+}
+
+/// Walks one block in both directions.
+#[derive(Debug)]
+pub(crate) struct BlockIter {
+    block: Arc<Block>,
+    /// Offset of the current entry; `restarts_offset` when invalid.
+    current: usize,
+    /// Offset just past the current entry (where `next` decodes).
+    next_offset: usize,
+    /// The restart point at or before `current`.
+    restart_index: usize,
+    key: Vec<u8>,
+    value: (usize, usize),
+    /// Position and description of the first bad bytes met.
+    err: Option<(usize, &'static str)>,
+}
+
+impl BlockIter {
+    pub(crate) fn new(block: Arc<Block>) -> BlockIter {
+        let end = block.restarts_offset;
+        BlockIter {
+            block,
+            current: end,
+            next_offset: end,
+            restart_index: 0,
+            key: Vec::new(),
+            value: (0, 0),
+            err: None,
+        }
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        self.err.is_none() && self.current < self.block.restarts_offset
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        self.block
+            .data
+            .get(self.value.0..self.value.1)
+            .unwrap_or_default()
+    }
+
+    /// The error for the bad bytes met, if any.
+    pub(crate) fn error(&self, file: &Path) -> Option<Error> {
+        self.err
+            .map(|(pos, what)| self.block.corruption(file, pos, what))
+    }
+
+    fn invalidate(&mut self) {
+        self.current = self.block.restarts_offset;
+        self.next_offset = self.block.restarts_offset;
+        self.key.clear();
+    }
+
+    fn fail(&mut self, err: (usize, &'static str)) {
+        self.err = Some(err);
+        self.invalidate();
+    }
+
+    fn seek_to_restart(&mut self, i: usize) {
+        self.key.clear();
+        self.restart_index = i;
+        self.next_offset = self.block.restart_point(i);
+        self.current = self.block.restarts_offset;
+    }
+
+    /// Decodes the entry at `next_offset`; false at the end or on bad bytes.
+    fn parse_next(&mut self) -> bool {
+        if self.err.is_some() {
+            return false;
+        }
+        let pos = self.next_offset;
+        if pos >= self.block.restarts_offset {
+            self.invalidate();
+            return false;
+        }
+        let entry = match self.block.decode_entry(pos) {
+            Ok(e) => e,
+            Err(e) => {
+                self.fail(e);
+                return false;
+            }
+        };
+        if entry.shared > self.key.len() {
+            self.fail((pos, "entry shares more bytes than the previous key has"));
+            return false;
+        }
+        self.key.truncate(entry.shared);
+        let delta = self
+            .block
+            .data
+            .get(entry.key_start..entry.value_start)
+            .unwrap_or_default();
+        self.key.extend_from_slice(delta);
+        self.value = (entry.value_start, entry.end);
+        self.current = pos;
+        self.next_offset = entry.end;
+        while self.restart_index + 1 < self.block.num_restarts
+            && self.block.restart_point(self.restart_index + 1) <= pos
+        {
+            self.restart_index += 1;
+        }
+        true
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.seek_to_restart(0);
+        self.parse_next();
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.seek_to_restart(self.block.num_restarts.saturating_sub(1));
+        while self.parse_next() && self.next_offset < self.block.restarts_offset {}
+    }
+
+    pub(crate) fn next(&mut self) {
+        if self.valid() {
+            self.parse_next();
+        }
+    }
+
+    pub(crate) fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        let original = self.current;
+        while self.block.restart_point(self.restart_index) >= original {
+            if self.restart_index == 0 {
+                self.invalidate();
+                return;
+            }
+            self.restart_index -= 1;
+        }
+        self.seek_to_restart(self.restart_index);
+        while self.parse_next() && self.next_offset < original {}
+    }
+
+    /// Positions on the first entry whose key is >= `target`.
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        // Binary search for the last restart point whose key is < target.
+        let mut left = 0;
+        let mut right = self.block.num_restarts.saturating_sub(1);
+        while left < right {
+            let mid = (left + right).div_ceil(2);
+            let pos = self.block.restart_point(mid);
+            let entry = match self.block.decode_entry(pos) {
+                Ok(e) => e,
+                Err(e) => return self.fail(e),
+            };
+            if entry.shared != 0 {
+                return self.fail((pos, "entry at a restart point shares key bytes"));
+            }
+            let k = self
+                .block
+                .data
+                .get(entry.key_start..entry.value_start)
+                .unwrap_or_default();
+            if key::compare(k, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.seek_to_restart(left);
+        while self.parse_next() {
+            if key::compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::lsm::key::{internal_key, Kind};
+
+    fn path() -> &'static Path {
+        Path::new("block-test")
+    }
+
+    fn build(entries: &[(Vec<u8>, Vec<u8>)]) -> Arc<Block> {
+        let mut b = BlockBuilder::new();
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        Arc::new(Block::new(b.finish(), path(), 0, false).expect("valid block"))
+    }
+
+    fn random_entries(rng: &mut SmallRng, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut keys: Vec<Vec<u8>> = (0..n)
+            .map(|_| {
+                let len = rng.gen_range(0..12);
+                // A small alphabet so that keys share prefixes and repeat.
+                let user: Vec<u8> = (0..len).map(|_| rng.gen_range(b'a'..b'e')).collect();
+                internal_key(&user, rng.gen_range(0..1000), Kind::Put)
+            })
+            .collect();
+        keys.sort_by(|a, b| key::compare(a, b));
+        keys.dedup();
+        keys.into_iter()
+            .map(|k| {
+                let len = rng.gen_range(0..20);
+                let v = (0..len).map(|_| rng.gen()).collect();
+                (k, v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn random_block_round_trips_both_ways_and_seeks() {
+        // Goal: every entry comes back in order forward and backward, and a
+        // seek lands on the first key >= target, for blocks of many sizes.
+        let mut rng = SmallRng::seed_from_u64(7);
+        for n in [0, 1, 2, 15, 16, 17, 33, 200, 1000] {
+            let entries = random_entries(&mut rng, n);
+            let block = build(&entries);
+            let mut it = BlockIter::new(Arc::clone(&block));
+
+            let mut seen = Vec::new();
+            it.seek_to_first();
+            while it.valid() {
+                seen.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            assert_eq!(seen, entries);
+
+            let mut seen = Vec::new();
+            it.seek_to_last();
+            while it.valid() {
+                seen.push((it.key().to_vec(), it.value().to_vec()));
+                it.prev();
+            }
+            seen.reverse();
+            assert_eq!(seen, entries);
+            assert!(it.error(path()).is_none());
+
+            for (i, (k, v)) in entries.iter().enumerate() {
+                it.seek(k);
+                assert!(it.valid());
+                assert_eq!((it.key(), it.value()), (k.as_slice(), v.as_slice()));
+                // The key just after k (bigger trailer order = smaller seqno)
+                // lands on the next entry.
+                let mut after = k.clone();
+                after.push(0);
+                it.seek(&after);
+                match entries
+                    .iter()
+                    .skip(i)
+                    .find(|(e, _)| key::compare(e, &after).is_ge())
+                {
+                    Some((e, _)) => assert_eq!(it.key(), e.as_slice()),
+                    None => assert!(!it.valid()),
+                }
+            }
+            for _ in 0..50 {
+                let user: Vec<u8> = (0..rng.gen_range(0..12))
+                    .map(|_| rng.gen_range(b'a'..b'f'))
+                    .collect();
+                let target = internal_key(&user, rng.gen_range(0..1000), Kind::Put);
+                it.seek(&target);
+                match entries
+                    .iter()
+                    .find(|(e, _)| key::compare(e, &target).is_ge())
+                {
+                    Some((e, _)) => assert_eq!(it.key(), e.as_slice()),
+                    None => assert!(!it.valid()),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_block_golden_bytes() {
+        // Two entries sharing a prefix, then the restart array (one point).
+        let mut b = BlockBuilder::new();
+        b.add(b"apple", b"1");
+        b.add(b"apply", b"22");
+        assert_eq!(b.size_estimate(), 23);
+        let bytes = b.finish();
+        let expected: &[u8] = &[
+            0, 5, 1, b'a', b'p', b'p', b'l', b'e', b'1', // "apple" -> "1"
+            4, 1, 2, b'y', b'2', b'2', // shares "appl", adds "y" -> "22"
+            0, 0, 0, 0, // restart[0] = 0
+            1, 0, 0, 0, // one restart point
+        ];
+        assert_eq!(bytes, expected);
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn restart_array_damage_is_corruption() {
+        // Goal: a block whose restart array is impossible is refused up front.
+        for bad in [
+            vec![],
+            vec![1, 0, 0],
+            vec![0, 0, 0, 0],             // no restart points
+            vec![0xFF, 0xFF, 0xFF, 0x7F], // more restarts than bytes
+            vec![9, 0, 0, 0, 1, 0, 0, 0], // first restart not at 0
+        ] {
+            let err = Block::new(bad.clone(), path(), 100, false).expect_err("refused");
+            assert!(err.is_corruption(), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_entry_makes_the_iterator_fail_not_panic() {
+        // Goal: an entry whose lengths run past the entries stops iteration
+        // with an error naming the file offset.
+        let mut raw = vec![0, 100, 1, b'k']; // non_shared 100 > what is there
+        raw.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
+        let block = Arc::new(Block::new(raw, path(), 1000, false).expect("restarts ok"));
+        let mut it = BlockIter::new(block);
+        it.seek_to_first();
+        assert!(!it.valid());
+        match it.error(path()) {
+            Some(Error::Corruption { offset, .. }) => assert_eq!(offset, 1003),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+}

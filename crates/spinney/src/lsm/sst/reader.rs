@@ -1,0 +1,495 @@
+//! `Sst`: an open SST file, and `SstIter`, the two-level iterator over it.
+//!
+//! `Sst::open` reads the footer, then keeps the index block, the filter and
+//! the properties in memory for the life of the `Sst`. Data blocks are read
+//! on demand through the shared block cache, keyed by (file number, block
+//! offset) and charged their decoded size; a block is checked (CRC32C) and
+//! decompressed before it is cached, so the cache only holds good blocks.
+//!
+//! Every handle read from the file is checked against the file length before
+//! it is used, so bad bytes give `Error::Corruption` naming the file and
+//! offset, never an I/O error, a panic or an oversized allocation.
+//!
+//! Thread-safety: `Sst` is immutable and shared (`Arc<Sst>`) by any number of
+//! readers; each `SstIter` has one owner and holds an `Arc<Sst>`.
+#![deny(clippy::indexing_slicing)]
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::block::{Block, BlockIter};
+use super::filter::BloomFilter;
+use super::format::{self, BlockHandle, CompressionType, Footer, Properties, FOOTER_BYTES};
+use crate::cache::Cache;
+use crate::encoding::Decoder;
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::lsm::iter::InternalIterator;
+use crate::lsm::key::{self, ParsedKey};
+
+/// An open SST: footer, index and filter in memory, data blocks through the cache.
+pub(crate) struct Sst {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    file_number: u64,
+    cache: Arc<Cache>,
+    file_size: u64,
+    footer: Footer,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    properties: Properties,
+}
+
+impl std::fmt::Debug for Sst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sst")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("file_size", &self.file_size)
+            .field("footer", &self.footer)
+            .field("properties", &self.properties)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sst {
+    pub(crate) fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_number: u64,
+        cache: Arc<Cache>,
+    ) -> Result<Arc<Sst>> {
+        let path = file.path().to_path_buf();
+        let file_size = file.len();
+        let Some(footer_at) = file_size.checked_sub(FOOTER_BYTES as u64) else {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("file of {file_size} bytes is shorter than an SST footer ({FOOTER_BYTES} bytes)"),
+            ));
+        };
+        let footer_bytes = file.read_at(footer_at, FOOTER_BYTES)?;
+        let footer = Footer::decode(&footer_bytes, &path, footer_at)?;
+
+        let read = |handle: BlockHandle| read_block(file.as_ref(), &path, footer_at, handle);
+        let (props, _) = read(footer.properties)?;
+        let properties = Properties::decode(&props, &path, footer.properties.offset)?;
+        let (index, index_compressed) = read(footer.index)?;
+        let index = Arc::new(Block::new(
+            index,
+            &path,
+            footer.index.offset,
+            index_compressed,
+        )?);
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let (data, _) = read(footer.filter)?;
+            Some(BloomFilter::new(data, &path, footer.filter.offset)?)
+        };
+        Ok(Arc::new(Sst {
+            file,
+            path,
+            file_number,
+            cache,
+            file_size,
+            footer,
+            index,
+            filter,
+            properties,
+        }))
+    }
+
+    pub(crate) fn properties(&self) -> &Properties {
+        &self.properties
+    }
+
+    pub(crate) fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    pub(crate) fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    pub(crate) fn filter(&self) -> Option<&BloomFilter> {
+        self.filter.as_ref()
+    }
+
+    /// An iterator over the index block: separator keys and block handles.
+    pub(crate) fn index_iter(&self) -> BlockIter {
+        BlockIter::new(Arc::clone(&self.index))
+    }
+
+    /// The data-block handle of the index entry `it` is on.
+    pub(crate) fn decode_handle(&self, it: &BlockIter) -> Result<BlockHandle> {
+        let mut d = Decoder::new(it.value());
+        let handle = BlockHandle::decode_from(&mut d).map_err(|e| {
+            Error::corruption(
+                &self.path,
+                self.footer.index.offset,
+                format!("index entry: {}", e.what),
+            )
+        })?;
+        Ok(handle)
+    }
+
+    fn footer_offset(&self) -> u64 {
+        self.file_size - FOOTER_BYTES as u64
+    }
+
+    /// Reads and checks a data block without the cache.
+    pub(crate) fn read_data_block(&self, handle: BlockHandle) -> Result<Block> {
+        let (data, compressed) =
+            read_block(self.file.as_ref(), &self.path, self.footer_offset(), handle)?;
+        Block::new(data, &self.path, handle.offset, compressed)
+    }
+
+    /// A data block, from the cache or from the file (then cached).
+    fn data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        let cache_key = (self.file_number, handle.offset);
+        if let Some(v) = self.cache.get(&cache_key) {
+            if let Ok(block) = v.downcast::<Block>() {
+                return Ok(block);
+            }
+        }
+        let block = Arc::new(self.read_data_block(handle)?);
+        let value: crate::cache::CacheValue = Arc::clone(&block) as _;
+        self.cache.insert(cache_key, value, block.size() as u64);
+        Ok(block)
+    }
+
+    /// The first entry whose internal key is >= `seek_key`, if its user key
+    /// is `user_key`. Consults the bloom filter first.
+    pub(crate) fn get(
+        &self,
+        seek_key: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if let Some(filter) = &self.filter {
+            if !filter.may_contain(user_key) {
+                return Ok(None);
+            }
+        }
+        let mut index = self.index_iter();
+        index.seek(seek_key);
+        // The first block whose separator is >= seek_key holds the answer;
+        // the loop moves on only if that block ends before seek_key (which a
+        // shortened separator could allow).
+        while index.valid() {
+            let handle = self.decode_handle(&index)?;
+            let mut data = BlockIter::new(self.data_block(handle)?);
+            data.seek(seek_key);
+            if data.valid() {
+                if key::user_key(data.key()) == user_key {
+                    return Ok(Some((data.key().to_vec(), data.value().to_vec())));
+                }
+                return Ok(None);
+            }
+            if let Some(e) = data.error(&self.path) {
+                return Err(e);
+            }
+            index.next();
+        }
+        match index.error(&self.path) {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn iter(self: &Arc<Self>) -> SstIter {
+        SstIter {
+            index: self.index_iter(),
+            sst: Arc::clone(self),
+            data: None,
+            data_offset: None,
+            status: None,
+        }
+    }
+
+    /// Reads every data block (bypassing the cache) and checks checksums,
+    /// that keys are well-formed internal keys in strictly increasing order
+    /// within and across blocks, that each index key separates its block
+    /// from the next, and that the counts match the properties. Returns the
+    /// number of entries.
+    pub(crate) fn verify(&self) -> Result<u64> {
+        let mut entries = 0u64;
+        let mut blocks = 0u64;
+        let mut first: Option<Vec<u8>> = None;
+        let mut last: Option<Vec<u8>> = None;
+        let mut prev_index_key: Option<Vec<u8>> = None;
+        let mut index = self.index_iter();
+        index.seek_to_first();
+        while index.valid() {
+            let handle = self.decode_handle(&index)?;
+            let corrupt = |detail: String| Error::corruption(&self.path, handle.offset, detail);
+            let block = Arc::new(self.read_data_block(handle)?);
+            blocks += 1;
+            let mut it = BlockIter::new(block);
+            it.seek_to_first();
+            if !it.valid() && it.error(&self.path).is_none() {
+                return Err(corrupt("data block has no entries".into()));
+            }
+            if let (true, Some(prev_index_key)) = (it.valid(), &prev_index_key) {
+                if key::compare(prev_index_key, it.key()) != Ordering::Less {
+                    return Err(corrupt(
+                        "index key of the previous block is not below this block".into(),
+                    ));
+                }
+            }
+            while it.valid() {
+                if ParsedKey::parse(it.key()).is_none() {
+                    return Err(corrupt(format!("malformed internal key {:?}", it.key())));
+                }
+                if let Some(prev) = &last {
+                    if key::compare(prev, it.key()) != Ordering::Less {
+                        return Err(corrupt("keys out of order".into()));
+                    }
+                }
+                if first.is_none() {
+                    first = Some(it.key().to_vec());
+                }
+                last = Some(it.key().to_vec());
+                entries += 1;
+                it.next();
+            }
+            if let Some(e) = it.error(&self.path) {
+                return Err(e);
+            }
+            if let Some(l) = &last {
+                if key::compare(l, index.key()) == Ordering::Greater {
+                    return Err(corrupt(
+                        "index key is below the last key of its block".into(),
+                    ));
+                }
+            }
+            prev_index_key = Some(index.key().to_vec());
+            index.next();
+        }
+        if let Some(e) = index.error(&self.path) {
+            return Err(e);
+        }
+        let p = &self.properties;
+        if entries != p.entries || blocks != p.data_blocks {
+            return Err(Error::corruption(
+                &self.path,
+                self.footer.properties.offset,
+                format!(
+                    "properties say {} entries in {} blocks; the blocks hold {entries} in {blocks}",
+                    p.entries, p.data_blocks
+                ),
+            ));
+        }
+        let wrong_bound = match (&first, &last) {
+            (Some(f), Some(l)) => *f != p.smallest || *l != p.largest,
+            _ => !p.smallest.is_empty() || !p.largest.is_empty(),
+        };
+        if wrong_bound {
+            return Err(Error::corruption(
+                &self.path,
+                self.footer.properties.offset,
+                "smallest or largest key in the properties differs from the blocks",
+            ));
+        }
+        Ok(entries)
+    }
+}
+
+/// Reads the block at `handle` (which must end before `limit`, the footer's
+/// offset), checks its trailer and decompresses it. Returns the contents and
+/// whether they were compressed.
+fn read_block(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    limit: u64,
+    handle: BlockHandle,
+) -> Result<(Vec<u8>, bool)> {
+    handle.check(path, limit, handle.offset, "block")?;
+    let len = handle.size as usize + format::BLOCK_TRAILER_BYTES;
+    let buf = file.read_at(handle.offset, len)?;
+    let compressed = buf
+        .get(handle.size as usize)
+        .is_some_and(|&t| t != CompressionType::None as u8);
+    let data = format::unseal_block(&buf, path, handle.offset)?;
+    Ok((data, compressed))
+}
+
+/// A two-level iterator: the index block picks the data block, a block
+/// iterator walks it. An error is sticky: the iterator stays invalid and
+/// `status` reports the error until it is dropped.
+pub(crate) struct SstIter {
+    sst: Arc<Sst>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    /// Offset of the block `data` walks.
+    data_offset: Option<u64>,
+    status: Option<Error>,
+}
+
+impl SstIter {
+    fn fail(&mut self, e: Error) {
+        if self.status.is_none() {
+            self.status = Some(e);
+        }
+        self.data = None;
+        self.data_offset = None;
+    }
+
+    /// Points `data` at the block of the current index entry.
+    fn init_data_block(&mut self) {
+        if !self.index.valid() {
+            if let Some(e) = self.index.error(self.sst.path()) {
+                self.fail(e);
+            }
+            self.data = None;
+            self.data_offset = None;
+            return;
+        }
+        let handle = match self.sst.decode_handle(&self.index) {
+            Ok(h) => h,
+            Err(e) => return self.fail(e),
+        };
+        if self.data_offset == Some(handle.offset) && self.data.is_some() {
+            return;
+        }
+        match self.sst.data_block(handle) {
+            Ok(block) => {
+                self.data = Some(BlockIter::new(block));
+                self.data_offset = Some(handle.offset);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Checks the data iterator for an error; true if it is positioned.
+    fn data_valid(&mut self) -> bool {
+        let err = match &self.data {
+            None => return false,
+            Some(d) if d.valid() => return true,
+            Some(d) => d.error(self.sst.path()),
+        };
+        if let Some(e) = err {
+            self.fail(e);
+        }
+        false
+    }
+
+    fn skip_empty_blocks_forward(&mut self) {
+        while self.status.is_none() && !self.data_valid() {
+            if self.status.is_some() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.next();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_empty_blocks_backward(&mut self) {
+        while self.status.is_none() && !self.data_valid() {
+            if self.status.is_some() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.prev();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for SstIter {
+    fn valid(&self) -> bool {
+        self.status.is_none() && self.data.as_ref().is_some_and(BlockIter::valid)
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.status.is_some() {
+            return;
+        }
+        self.index.seek_to_first();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_first();
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.status.is_some() {
+            return;
+        }
+        self.index.seek_to_last();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_last();
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.status.is_some() {
+            return;
+        }
+        self.index.seek(target);
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        match &self.data {
+            Some(d) if self.status.is_none() => d.key(),
+            _ => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match &self.data {
+            Some(d) if self.status.is_none() => d.value(),
+            _ => &[],
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.status {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
