@@ -1,1 +1,316 @@
-fn main() {}
+//! `spinney`: create, load, read, scan, check and inspect spinney databases
+//! from a shell.
+//!
+//! Keys and values are text; with `--hex` they are given and printed as
+//! hexadecimal. Exit codes: 0 success, 1 key not found (`get`), 2 bad usage,
+//! 3 any other error (I/O, corruption, no such table, ...).
+
+use std::io::{self, Write};
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use spinney::{Compression, Db, Options, ReadOptions, TableKind, TableOptions};
+
+#[derive(Parser)]
+#[command(name = "spinney", version, about = "Inspect and use spinney databases")]
+struct Cli {
+    /// The database directory.
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    /// Keys and values are hexadecimal, on input and output.
+    #[arg(long, global = true)]
+    hex: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KindArg {
+    Lsm,
+    Btree,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CompressionArg {
+    None,
+    Lz4,
+    Zstd,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a table.
+    Create {
+        table: String,
+        #[arg(long, value_enum, default_value = "lsm")]
+        kind: KindArg,
+        #[arg(long, value_enum, default_value = "none")]
+        compression: CompressionArg,
+        /// Bloom filter bits per key; 0 for no filter.
+        #[arg(long, default_value_t = 10)]
+        bloom_bits: u32,
+        /// Target data block size in bytes.
+        #[arg(long, default_value_t = 4096)]
+        block_size: usize,
+        /// Memtable size before a flush, in bytes.
+        #[arg(long, default_value_t = 8 << 20)]
+        write_buffer_size: usize,
+    },
+    /// List the tables.
+    Tables,
+    /// Drop a table and its data.
+    Drop { table: String },
+    /// Set a key.
+    Put { table: String, key: String, value: String },
+    /// Print a key's value; exit 1 when absent.
+    Get { table: String, key: String },
+    /// Delete a key.
+    Delete { table: String, key: String },
+    /// Print `key<TAB>value` lines in key order.
+    Scan {
+        table: String,
+        /// First key shown (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Keys shown are below this one (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Largest key first.
+        #[arg(long)]
+        reverse: bool,
+        /// At most this many lines.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Write `count` sample entries (key000000000001 ...) and read them back.
+    Load {
+        table: String,
+        #[arg(long, default_value_t = 100_000)]
+        count: u64,
+        #[arg(long, default_value_t = 100)]
+        value_size: usize,
+    },
+    /// Flush every table's memtables to files.
+    Flush,
+    /// Merge all of a table's files into its last level.
+    Compact {
+        table: String,
+        /// Everything into the last level (the only form for now).
+        #[arg(long, default_value_t = true)]
+        all: bool,
+    },
+    /// Read and check every file; exit non-zero on corruption.
+    Verify,
+    /// Print counters and the shape of every table.
+    Stats,
+    /// Decode any spinney file (SST, WAL segment, MANIFEST, CURRENT).
+    Dump { file: PathBuf },
+}
+
+enum Failure {
+    NotFound,
+    Usage(String),
+    Error(spinney::Error),
+}
+
+impl From<spinney::Error> for Failure {
+    fn from(e: spinney::Error) -> Self {
+        Failure::Error(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::NotFound) => ExitCode::from(1),
+        Err(Failure::Usage(msg)) => {
+            eprintln!("spinney: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Error(e)) => {
+            eprintln!("spinney: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn decode_arg(hex: bool, s: &str) -> Result<Vec<u8>, Failure> {
+    if !hex {
+        return Ok(s.as_bytes().to_vec());
+    }
+    if s.len() % 2 != 0 {
+        return Err(Failure::Usage(format!("{s:?} is not hexadecimal (odd length)")));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| Failure::Usage(format!("{s:?} is not hexadecimal")))
+        })
+        .collect()
+}
+
+fn encode_out(hex: bool, b: &[u8]) -> String {
+    if hex {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    } else {
+        // Text as it is; bytes that are not printable are escaped.
+        b.escape_ascii().to_string()
+    }
+}
+
+fn write_out(out: &mut impl Write, line: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    match out.write_fmt(line) {
+        Ok(()) => Ok(()),
+        // A closed pipe (`spinney scan t | head`) ends the output quietly.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Usage(format!("writing output failed: {e}"))),
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let hex = cli.hex;
+    if let Command::Dump { file } = &cli.command {
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        return spinney::dump(file, &mut out).map_err(Failure::from);
+    }
+    let Some(dir) = cli.db else {
+        return Err(Failure::Usage("--db DIR is required for this command".into()));
+    };
+    let must_exist = !matches!(cli.command, Command::Create { .. } | Command::Load { .. });
+    let options = Options { create_if_missing: !must_exist, ..Options::default() };
+    let db = Db::open(&dir, options)?;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        Command::Create { table, kind, compression, bloom_bits, block_size, write_buffer_size } => {
+            let options = TableOptions {
+                kind: match kind {
+                    KindArg::Lsm => TableKind::Lsm,
+                    KindArg::Btree => TableKind::Btree,
+                },
+                compression: match compression {
+                    CompressionArg::None => Compression::None,
+                    CompressionArg::Lz4 => Compression::Lz4,
+                    CompressionArg::Zstd => Compression::Zstd,
+                },
+                bloom_bits_per_key: bloom_bits,
+                block_size,
+                write_buffer_size,
+            };
+            db.create_table(&table, options)?;
+        }
+        Command::Tables => {
+            for t in db.tables() {
+                let o = &t.options;
+                write_out(
+                    &mut out,
+                    format_args!(
+                        "{}\t{}\tcompression={} bloom_bits={} block_size={} write_buffer_size={}\n",
+                        t.name,
+                        o.kind.name(),
+                        o.compression.name(),
+                        o.bloom_bits_per_key,
+                        o.block_size,
+                        o.write_buffer_size
+                    ),
+                )?;
+            }
+        }
+        Command::Drop { table } => db.drop_table(&table)?,
+        Command::Put { table, key, value } => {
+            db.table(&table)?.put(&decode_arg(hex, &key)?, &decode_arg(hex, &value)?)?;
+        }
+        Command::Get { table, key } => match db.table(&table)?.get(&decode_arg(hex, &key)?)? {
+            Some(v) => write_out(&mut out, format_args!("{}\n", encode_out(hex, &v)))?,
+            None => {
+                db.close()?;
+                return Err(Failure::NotFound);
+            }
+        },
+        Command::Delete { table, key } => db.table(&table)?.delete(&decode_arg(hex, &key)?)?,
+        Command::Scan { table, from, to, reverse, limit } => {
+            let t = db.table(&table)?;
+            let lower = match from {
+                Some(k) => Bound::Included(decode_arg(hex, &k)?),
+                None => Bound::Unbounded,
+            };
+            let upper = match to {
+                Some(k) => Bound::Excluded(decode_arg(hex, &k)?),
+                None => Bound::Unbounded,
+            };
+            let mut cursor = t.cursor_with(&ReadOptions { snapshot: None, lower, upper })?;
+            if reverse {
+                cursor.seek_to_last();
+            } else {
+                cursor.seek_to_first();
+            }
+            let mut shown = 0u64;
+            while cursor.valid() && limit.is_none_or(|l| shown < l) {
+                write_out(
+                    &mut out,
+                    format_args!("{}\t{}\n", encode_out(hex, cursor.key()), encode_out(hex, cursor.value())),
+                )?;
+                shown += 1;
+                if reverse {
+                    cursor.prev();
+                } else {
+                    cursor.next();
+                }
+            }
+            cursor.status()?;
+        }
+        Command::Load { table, count, value_size } => {
+            let t = db.open_table(&table, TableOptions::default())?;
+            let start = std::time::Instant::now();
+            let value = vec![b'v'; value_size];
+            let mut batch = spinney::WriteBatch::new();
+            for i in 0..count {
+                batch.put(&t, format!("key{i:012}").as_bytes(), &value);
+                if batch.len() >= 1000 {
+                    db.write(std::mem::take(&mut batch))?;
+                }
+            }
+            db.write(batch)?;
+            let wrote = start.elapsed();
+            let start = std::time::Instant::now();
+            let mut found = 0u64;
+            for i in 0..count {
+                if t.get(format!("key{i:012}").as_bytes())?.is_some() {
+                    found += 1;
+                }
+            }
+            let read = start.elapsed();
+            let scanned = t.iter()?.count();
+            write_out(
+                &mut out,
+                format_args!(
+                    "wrote {count} entries in {:.3} s ({:.0} ops/s); read back {found} of {count} in {:.3} s ({:.0} ops/s); a scan sees {scanned}\n",
+                    wrote.as_secs_f64(),
+                    count as f64 / wrote.as_secs_f64().max(1e-9),
+                    read.as_secs_f64(),
+                    count as f64 / read.as_secs_f64().max(1e-9)
+                ),
+            )?;
+            if found != count {
+                return Err(Failure::Usage(format!("only {found} of {count} entries read back")));
+            }
+        }
+        Command::Flush => db.flush()?,
+        Command::Compact { table, all: _ } => db.table(&table)?.compact_all()?,
+        Command::Verify => {
+            let entries = db.verify()?;
+            write_out(&mut out, format_args!("ok: {entries} entries in {} tables checked\n", db.tables().len()))?;
+        }
+        Command::Stats => write_out(&mut out, format_args!("{}", db.stats()))?,
+        Command::Dump { .. } => {}
+    }
+    drop(out);
+    db.close()?;
+    Ok(())
+}

@@ -34,6 +34,7 @@
 mod batch;
 pub(crate) mod cache;
 mod db;
+mod dump;
 pub(crate) mod encoding;
 pub mod error;
 pub mod fs;
@@ -44,6 +45,7 @@ pub mod options;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
+pub use dump::dump;
 pub use cache::CacheStats;
 pub use db::{
     Cursor, Db, LevelStats, Range, ReadOptions, Snapshot, Stats, Table, TableInfo, TableStats,

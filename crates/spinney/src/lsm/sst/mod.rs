@@ -33,7 +33,7 @@ mod reader;
 mod tests;
 
 pub(crate) use builder::SstBuilder;
-pub(crate) use dump::dump;
+pub(crate) use dump::{dump, format_key};
 pub(crate) use format::{CompressionType, Properties};
 pub(crate) use reader::{Sst, SstIter};
 

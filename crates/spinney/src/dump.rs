@@ -1,0 +1,144 @@
+//! `dump`: any spinney file decoded for a person (SST, WAL segment,
+//! manifest, CURRENT). The output is for reading, not a stable interface.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fs::{Fs, OsFs};
+use crate::lsm::sst;
+use crate::manifest::VersionEdit;
+use crate::wal::batch::DecodedBatch;
+use crate::wal::reader::{LogReader, Read};
+
+/// Writes a description of the file at `path` to `out`. The kind of file is
+/// told by its name: `*.sst`, `*.wal`, `MANIFEST-*`, `CURRENT`.
+pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
+    let fs = OsFs::new();
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let w = |e: std::io::Error| Error::io("write", "<dump output>", e);
+    if name.ends_with(".sst") {
+        sst::dump(&fs, path, out)
+    } else if name.ends_with(".wal") {
+        writeln!(out, "write-ahead log segment {}", path.display()).map_err(w)?;
+        for_each_record(&fs, path, out, &mut |out, offset, data| {
+            let batch = DecodedBatch::parse(data).map_err(|e| e.corruption(path, offset))?;
+            writeln!(out, "@{offset} batch seqno {} count {}", batch.seqno_first, batch.count).map_err(w)?;
+            for (i, entry) in batch.entries().enumerate() {
+                let entry = entry.map_err(|e| e.corruption(path, offset))?;
+                let seqno = batch.seqno_first + i as u64;
+                match entry.kind {
+                    crate::lsm::key::Kind::Put => writeln!(
+                        out,
+                        "  {seqno} put table {} \"{}\" = \"{}\"",
+                        entry.table_id,
+                        entry.key.escape_ascii(),
+                        shorten(entry.value)
+                    ),
+                    crate::lsm::key::Kind::Delete => {
+                        writeln!(out, "  {seqno} del table {} \"{}\"", entry.table_id, entry.key.escape_ascii())
+                    }
+                }
+                .map_err(w)?;
+            }
+            Ok(())
+        })
+    } else if name.starts_with("MANIFEST-") {
+        writeln!(out, "manifest {}", path.display()).map_err(w)?;
+        for_each_record(&fs, path, out, &mut |out, offset, data| {
+            let edit = VersionEdit::decode(data).map_err(|e| e.corruption(path, offset))?;
+            writeln!(out, "@{offset} {}", describe_edit(&edit)).map_err(w)
+        })
+    } else if name == "CURRENT" {
+        let bytes = fs.read_all(path)?;
+        writeln!(out, "CURRENT -> {}", bytes.escape_ascii()).map_err(w)
+    } else {
+        Err(Error::invalid(format!(
+            "{}: not a spinney file name (expected *.sst, *.wal, MANIFEST-* or CURRENT)",
+            path.display()
+        )))
+    }
+}
+
+fn shorten(v: &[u8]) -> String {
+    const SHOWN: usize = 64;
+    match v.get(..SHOWN) {
+        Some(head) if v.len() > SHOWN => format!("{}... ({} bytes)", head.escape_ascii(), v.len()),
+        _ => v.escape_ascii().to_string(),
+    }
+}
+
+type RecordFn<'a> = dyn FnMut(&mut dyn Write, u64, &[u8]) -> Result<()> + 'a;
+
+fn for_each_record(fs: &dyn Fs, path: &Path, out: &mut dyn Write, f: &mut RecordFn<'_>) -> Result<()> {
+    let w = |e: std::io::Error| Error::io("write", "<dump output>", e);
+    let mut reader = LogReader::new(fs.read_all(path)?);
+    let mut records = 0u64;
+    loop {
+        match reader.next() {
+            Read::Record { offset, data } => {
+                f(out, offset, &data)?;
+                records += 1;
+            }
+            Read::End => {
+                writeln!(out, "{records} records, clean end").map_err(w)?;
+                return Ok(());
+            }
+            Read::Torn { offset, detail } => {
+                writeln!(out, "{records} records, then a torn tail at offset {offset}: {detail}").map_err(w)?;
+                return Ok(());
+            }
+            Read::Corrupt { offset, detail } => return Err(Error::corruption(path, offset, detail)),
+        }
+    }
+}
+
+fn describe_edit(e: &VersionEdit) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = e.next_file_number {
+        parts.push(format!("next_file={n}"));
+    }
+    if let Some(n) = e.last_seqno {
+        parts.push(format!("last_seqno={n}"));
+    }
+    if let Some(n) = e.log_number {
+        parts.push(format!("log_number={n}"));
+    }
+    if let Some(n) = e.next_table_id {
+        parts.push(format!("next_table_id={n}"));
+    }
+    for t in &e.created {
+        parts.push(format!(
+            "create table {} {:?} kind={} compression={} bloom_bits={} block_size={} write_buffer={}",
+            t.id,
+            t.name,
+            t.options.kind.name(),
+            t.options.compression.name(),
+            t.options.bloom_bits_per_key,
+            t.options.block_size,
+            t.options.write_buffer_size
+        ));
+    }
+    for id in &e.dropped {
+        parts.push(format!("drop table {id}"));
+    }
+    for (t, l, f) in &e.added {
+        parts.push(format!(
+            "add table {t} L{l} file {} ({} bytes, {} entries, seqnos {}..={}, keys {} .. {})",
+            f.number,
+            f.size,
+            f.entries,
+            f.seqno_min,
+            f.seqno_max,
+            sst::format_key(&f.smallest),
+            sst::format_key(&f.largest)
+        ));
+    }
+    for (t, l, n) in &e.deleted {
+        parts.push(format!("delete table {t} L{l} file {n}"));
+    }
+    for (t, s) in &e.flushed {
+        parts.push(format!("table {t} flushed to seqno {s}"));
+    }
+    parts.join("; ")
+}
