@@ -93,7 +93,8 @@ fn fill_crossbeam(keys: &[[u8; KEY_BYTES]], value: &[u8]) -> SkipMap<InternalKey
 fn fill_btree(keys: &[[u8; KEY_BYTES]], value: &[u8]) -> RwLock<BTreeMap<InternalKey, Vec<u8>>> {
     let map = RwLock::new(BTreeMap::new());
     for (seqno, key) in (1..).zip(keys) {
-        map.write().insert(InternalKey::new(key, seqno), value.to_vec());
+        map.write()
+            .insert(InternalKey::new(key, seqno), value.to_vec());
     }
     map
 }
@@ -109,13 +110,25 @@ fn bench_insert(c: &mut Criterion) {
     let mut group = c.benchmark_group("memtable_insert_200k");
     group.sample_size(10);
     group.bench_function("spinney_arena_skiplist", |b| {
-        b.iter_batched(|| (), |()| fill_spinney(&keys, &value), BatchSize::PerIteration)
+        b.iter_batched(
+            || (),
+            |()| fill_spinney(&keys, &value),
+            BatchSize::PerIteration,
+        )
     });
     group.bench_function("crossbeam_skipmap", |b| {
-        b.iter_batched(|| (), |()| fill_crossbeam(&keys, &value), BatchSize::PerIteration)
+        b.iter_batched(
+            || (),
+            |()| fill_crossbeam(&keys, &value),
+            BatchSize::PerIteration,
+        )
     });
     group.bench_function("btreemap_rwlock", |b| {
-        b.iter_batched(|| (), |()| fill_btree(&keys, &value), BatchSize::PerIteration)
+        b.iter_batched(
+            || (),
+            |()| fill_btree(&keys, &value),
+            BatchSize::PerIteration,
+        )
     });
     group.finish();
 }

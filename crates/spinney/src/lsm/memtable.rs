@@ -71,7 +71,7 @@ const LINK_BYTES: usize = std::mem::size_of::<AtomicPtr<u8>>();
 /// Nodes (and so their headers and links) are aligned to this.
 const NODE_ALIGN: usize = 8;
 
-const _: () = assert!(HEADER_BYTES % NODE_ALIGN == 0 && LINK_BYTES <= NODE_ALIGN);
+const _: () = assert!(HEADER_BYTES.is_multiple_of(NODE_ALIGN) && LINK_BYTES <= NODE_ALIGN);
 const _: () = assert!(std::mem::align_of::<AtomicPtr<u8>>() <= NODE_ALIGN);
 const _: () = assert!(KEY_BYTES_MAX + TRAILER_BYTES <= u32::MAX as usize);
 const _: () = assert!(VALUE_BYTES_MAX <= u32::MAX as usize);
@@ -146,9 +146,10 @@ impl MemTable {
 
         let mut writer = self.writer.lock();
         let height = writer.random_height();
-        let (ptr, consumed) = writer
-            .arena
-            .allocate(node_bytes(height, user_key.len(), value.len()));
+        let (ptr, consumed) =
+            writer
+                .arena
+                .allocate(node_bytes(height, user_key.len(), value.len()));
         // SAFETY: `ptr` is fresh, zeroed, aligned and sized by `node_bytes`
         // for exactly these arguments, and no reader can reach it until it
         // is linked in below.
@@ -426,7 +427,7 @@ impl Writer {
     /// A height in 1..=HEIGHT_MAX, each extra level with probability 1/4.
     fn random_height(&mut self) -> usize {
         let mut height = 1;
-        while height < HEIGHT_MAX && self.next_random() % HEIGHT_BRANCHING == 0 {
+        while height < HEIGHT_MAX && self.next_random().is_multiple_of(HEIGHT_BRANCHING) {
             height += 1;
         }
         height
@@ -458,7 +459,7 @@ impl Arena {
     /// and how many bytes this consumed: `bytes` plus the tail of a chunk
     /// retired to make room.
     fn allocate(&mut self, bytes: usize) -> (NonNull<u8>, usize) {
-        debug_assert!(bytes % NODE_ALIGN == 0);
+        debug_assert!(bytes.is_multiple_of(NODE_ALIGN));
         let fits = self
             .chunks
             .last()
@@ -648,7 +649,11 @@ mod tests {
 
     /// The model's answer to `get`: the first entry at or after the seek key
     /// `(user_key, snapshot)`, if it is for the same user key.
-    fn model_get(model: &BTreeMap<ModelKey, Vec<u8>>, user_key: &[u8], snapshot: u64) -> Option<MemGet> {
+    fn model_get(
+        model: &BTreeMap<ModelKey, Vec<u8>>,
+        user_key: &[u8],
+        snapshot: u64,
+    ) -> Option<MemGet> {
         let target = ModelKey(internal_key(user_key, snapshot.min(SEQNO_MAX), KIND_SEEK));
         let (k, v) = model.range(target..).next()?;
         let parsed = ParsedKey::parse(&k.0)?;
@@ -704,7 +709,11 @@ mod tests {
         for seqno in seqnos {
             let len = rng.gen_range(0..4);
             let user_key: Vec<u8> = (0..len).map(|_| rng.gen_range(b'a'..b'e')).collect();
-            let kind = if rng.gen_bool(0.2) { Kind::Delete } else { Kind::Put };
+            let kind = if rng.gen_bool(0.2) {
+                Kind::Delete
+            } else {
+                Kind::Put
+            };
             let value: Vec<u8> = (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect();
             table.add(seqno, kind, &user_key, &value);
             model.insert(ModelKey(internal_key(&user_key, seqno, kind)), value);
@@ -713,8 +722,10 @@ mod tests {
         }
         assert_eq!(table.len(), model.len());
 
-        let expected: Vec<(Vec<u8>, Vec<u8>)> =
-            model.iter().map(|(k, v)| (k.0.clone(), v.clone())).collect();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+            .iter()
+            .map(|(k, v)| (k.0.clone(), v.clone()))
+            .collect();
         let mut it = table.iter();
         assert_eq!(collect_forward(&mut it), expected);
         let mut backward = collect_backward(&mut it);
@@ -779,7 +790,10 @@ mod tests {
         assert_eq!(table.get(b"k", 20), Some(MemGet::Deleted));
         assert_eq!(table.get(b"k", 29), Some(MemGet::Deleted));
         assert_eq!(table.get(b"k", 30), Some(MemGet::Value(b"v30".to_vec())));
-        assert_eq!(table.get(b"k", u64::MAX), Some(MemGet::Value(b"v30".to_vec())));
+        assert_eq!(
+            table.get(b"k", u64::MAX),
+            Some(MemGet::Value(b"v30".to_vec()))
+        );
         // A prefix or an extension of a stored key is a different key.
         assert_eq!(table.get(b"", u64::MAX), None);
         assert_eq!(table.get(b"kb", u64::MAX), None);
@@ -803,9 +817,15 @@ mod tests {
             internal_key(b"c", 4, Kind::Put),
         ];
         let mut it = table.iter();
-        let keys: Vec<Vec<u8>> = collect_forward(&mut it).into_iter().map(|(k, _)| k).collect();
+        let keys: Vec<Vec<u8>> = collect_forward(&mut it)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
         assert_eq!(keys, order);
-        let keys: Vec<Vec<u8>> = collect_backward(&mut it).into_iter().map(|(k, _)| k).collect();
+        let keys: Vec<Vec<u8>> = collect_backward(&mut it)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
         assert_eq!(keys, order.iter().rev().cloned().collect::<Vec<_>>());
 
         // Snapshot 2 of "b" lands on its delete, skipping the newer put.
@@ -843,7 +863,9 @@ mod tests {
         table.add(4, Kind::Put, &long_key, &vec![7u8; VALUE_BYTES_MAX]);
         assert_eq!(table.get(b"big", 2), Some(MemGet::Value(big.clone())));
         match table.get(&long_key, 4) {
-            Some(MemGet::Value(v)) => assert!(v.len() == VALUE_BYTES_MAX && v.iter().all(|&b| b == 7)),
+            Some(MemGet::Value(v)) => {
+                assert!(v.len() == VALUE_BYTES_MAX && v.iter().all(|&b| b == 7))
+            }
             other => panic!("unexpected {:?}", other.map(|_| ())),
         }
         assert!(table.approximate_bytes() >= big.len() + VALUE_BYTES_MAX + KEY_BYTES_MAX);
@@ -913,7 +935,7 @@ mod tests {
                         let finished = done.load(MemOrder::Acquire);
                         let mut seen = 0u64;
                         let mut last: Option<Vec<u8>> = None;
-                        let forward = passes % 2 == 0;
+                        let forward = passes.is_multiple_of(2);
                         if forward {
                             it.seek_to_first();
                         } else {
@@ -923,7 +945,11 @@ mod tests {
                             check_entry(it.key(), it.value());
                             if let Some(last) = &last {
                                 let order = key::compare(last, it.key());
-                                let want = if forward { Ordering::Less } else { Ordering::Greater };
+                                let want = if forward {
+                                    Ordering::Less
+                                } else {
+                                    Ordering::Greater
+                                };
                                 assert_eq!(order, want);
                             }
                             last = Some(it.key().to_vec());
