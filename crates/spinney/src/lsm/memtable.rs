@@ -246,11 +246,23 @@ impl MemTable {
     fn find_greater_or_equal(&self, user_key: &[u8], trailer: u64) -> Option<Node<'_>> {
         let mut x = self.head();
         let mut level = self.height.load(MemOrder::Relaxed).saturating_sub(1);
+        // The node that stopped the search one level up: when it is also the
+        // next node at this level, it is known to be >= the target, so the
+        // comparison (and its memory traffic) is skipped, as RocksDB does.
+        let mut known_not_less: Option<Node<'_>> = None;
         loop {
-            match x.next(level) {
-                Some(next) if next.compare(user_key, trailer) == Ordering::Less => x = next,
-                next if level == 0 => return next,
-                _ => level -= 1,
+            let next = x.next(level);
+            let less = match next {
+                Some(n) if next != known_not_less => n.compare(user_key, trailer) == Ordering::Less,
+                _ => false,
+            };
+            match next {
+                Some(n) if less => x = n,
+                _ if level == 0 => return next,
+                _ => {
+                    known_not_less = next;
+                    level -= 1;
+                }
             }
         }
     }
