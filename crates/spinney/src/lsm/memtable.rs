@@ -20,7 +20,7 @@
 //! - At every level the list is sorted by `key::compare`. A node of height
 //!   `h` is linked at levels `0..h`, level 0 first, so every node a reader
 //!   finds at a level above 0 is already in all the levels below it.
-//! - The head node has the largest height, an empty key, and is never
+//! - The head node has the largest height, an empty user key, and is never
 //!   compared; a search that ends on it means "before the first entry".
 //!
 //! Thread-safety: `add` takes a mutex, so writers are serialised even if a
