@@ -83,8 +83,8 @@ impl<'a> ParsedKey<'a> {
     }
 }
 
-/// The user-key part of an internal key (the whole slice if it is too short
-/// to hold a trailer; such keys never come out of a validated source).
+/// The user-key part of an internal key (empty if the key is too short to
+/// hold a trailer; such keys never come out of a validated source).
 pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
     let split = ikey.len().saturating_sub(TRAILER_BYTES);
     ikey.get(..split).unwrap_or(ikey)
