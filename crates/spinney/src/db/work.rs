@@ -437,7 +437,9 @@ fn delete_obsolete_wal(db: &DbInner) {
 
 /// Deletes SSTs that no live version references.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {
-    let (live, pending) = {
+    // Numbers handed out after this snapshot belong to files being written
+    // now: `next` (read under the same lock that allocates) fences them off.
+    let (live, pending, next) = {
         let mut vs = db.vs.lock();
         let mut live = HashSet::new();
         vs.live_versions.retain(|w| match w.upgrade() {
@@ -450,14 +452,14 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         for t in vs.tables.values() {
             live.extend(t.super_version().version.files().map(|f| f.record.number));
         }
-        (live, vs.pending_outputs.clone())
+        (live, vs.pending_outputs.clone(), db.next_file_number.load(Ordering::Acquire))
     };
     let Ok(names) = db.fs.list(&db.dir) else {
         return;
     };
     for name in names {
         if let Some(n) = super::parse_numbered(&name, "sst") {
-            if !live.contains(&n) && !pending.contains(&n) && db.fs.remove(&db.path(&name)).is_ok()
+            if n < next && !live.contains(&n) && !pending.contains(&n) && db.fs.remove(&db.path(&name)).is_ok()
             {
                 db.cache.erase_owner(n);
             }

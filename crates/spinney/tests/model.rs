@@ -1,0 +1,271 @@
+//! Model test: random operations on a database and on a `BTreeMap` model
+//! must give identical results.
+//!
+//! Method: for several seeds, 12,000 random operations over two tables —
+//! puts, deletes, batches spanning both tables, point reads, bounded scans
+//! in both directions, cursor walks that change direction, snapshots read
+//! later, flushes, full compactions, and close/reopen. Small write buffers
+//! make flushes and background compactions happen throughout.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use spinney::{Db, Options, ReadOptions, Snapshot, Table, TableOptions, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const TABLES: [&str; 2] = ["alpha", "beta"];
+
+fn table_options() -> TableOptions {
+    TableOptions { write_buffer_size: 64 << 10, block_size: 512, ..TableOptions::default() }
+}
+
+fn random_key(rng: &mut StdRng) -> Vec<u8> {
+    // A small key space so that keys are overwritten and deleted often;
+    // varied lengths so that prefixes of other keys occur.
+    let n = rng.gen_range(0..600u32);
+    let mut k = format!("k{n:04}").into_bytes();
+    if rng.gen_bool(0.1) {
+        k.truncate(rng.gen_range(1..k.len()));
+    }
+    k
+}
+
+fn random_value(rng: &mut StdRng) -> Vec<u8> {
+    let len = if rng.gen_bool(0.02) { rng.gen_range(1000..20_000) } else { rng.gen_range(0..120) };
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+fn random_bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
+    match rng.gen_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(random_key(rng)),
+        _ => Bound::Excluded(random_key(rng)),
+    }
+}
+
+fn in_range(model: &Model, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let lo = match lower {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let hi = match upper {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let empty = match (&lo, &hi) {
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+            a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
+        }
+        _ => false,
+    };
+    if empty {
+        return Vec::new();
+    }
+    model.range::<[u8], _>((lo, hi)).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+struct Harness {
+    dir: tempfile::TempDir,
+    db: Option<Db>,
+    tables: Vec<Table>,
+    models: Vec<Model>,
+    snapshots: Vec<(Snapshot, Vec<Model>)>,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut h = Harness { dir, db: None, tables: Vec::new(), models: vec![Model::new(); 2], snapshots: Vec::new() };
+        h.open();
+        h
+    }
+
+    fn db(&self) -> &Db {
+        self.db.as_ref().expect("open")
+    }
+
+    fn open(&mut self) {
+        let options = Options { cache_size: 256 << 10, ..Options::default() };
+        let db = Db::open(self.dir.path(), options).expect("open");
+        self.tables = TABLES.iter().map(|n| db.open_table(n, table_options()).expect("table")).collect();
+        self.db = Some(db);
+    }
+
+    fn reopen(&mut self) {
+        self.snapshots.clear();
+        self.tables.clear();
+        self.db.take().expect("open").close().expect("close");
+        self.open();
+    }
+
+    fn check_scan(&self, rng: &mut StdRng, t: usize, at: Option<usize>) {
+        let lower = random_bound(rng);
+        let upper = random_bound(rng);
+        let (model, snapshot) = match at {
+            Some(i) => (&self.snapshots[i].1[t], Some(&self.snapshots[i].0)),
+            None => (&self.models[t], None),
+        };
+        let want = in_range(model, &lower, &upper);
+        let table = &self.tables[t];
+        let range = match snapshot {
+            Some(s) => s.range(table, (lower.clone(), upper.clone())).expect("range"),
+            None => table.range((lower.clone(), upper.clone())).expect("range"),
+        };
+        if rng.gen_bool(0.5) {
+            let got: Vec<_> = range.collect::<spinney::Result<_>>().expect("scan");
+            assert_eq!(got, want, "forward scan {lower:?}..{upper:?}");
+        } else {
+            let mut got: Vec<_> = range.rev().collect::<spinney::Result<_>>().expect("scan");
+            got.reverse();
+            assert_eq!(got, want, "reverse scan {lower:?}..{upper:?}");
+        }
+    }
+
+    fn check_cursor_walk(&self, rng: &mut StdRng, t: usize) {
+        // A cursor moved at random both ways tracks an index into the model.
+        let lower = random_bound(rng);
+        let upper = random_bound(rng);
+        let want = in_range(&self.models[t], &lower, &upper);
+        let options = ReadOptions { snapshot: None, lower, upper };
+        let mut c = self.tables[t].cursor_with(&options).expect("cursor");
+        let mut pos: Option<usize>;
+        if rng.gen_bool(0.5) {
+            c.seek_to_first();
+            pos = (!want.is_empty()).then_some(0);
+        } else {
+            c.seek_to_last();
+            pos = want.len().checked_sub(1);
+        }
+        for _ in 0..20 {
+            match pos {
+                Some(i) => {
+                    assert!(c.valid(), "cursor invalid where the model has {:?}", want[i].0);
+                    assert_eq!((c.key(), c.value()), (want[i].0.as_slice(), want[i].1.as_slice()));
+                }
+                None => {
+                    assert!(!c.valid(), "cursor on {:?} past the model's end", c.key());
+                    c.status().expect("no error");
+                    break;
+                }
+            }
+            if rng.gen_bool(0.5) {
+                c.next();
+                pos = pos.and_then(|i| (i + 1 < want.len()).then_some(i + 1));
+            } else {
+                c.prev();
+                pos = pos.and_then(|i| i.checked_sub(1));
+            }
+        }
+    }
+
+    fn step(&mut self, rng: &mut StdRng) {
+        let t = rng.gen_range(0..2);
+        match rng.gen_range(0..100) {
+            0..=34 => {
+                let (k, v) = (random_key(rng), random_value(rng));
+                self.tables[t].put(&k, &v).expect("put");
+                self.models[t].insert(k, v);
+            }
+            35..=44 => {
+                let k = random_key(rng);
+                self.tables[t].delete(&k).expect("delete");
+                self.models[t].remove(&k);
+            }
+            45..=59 => {
+                let mut batch = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let t = rng.gen_range(0..2);
+                    let k = random_key(rng);
+                    if rng.gen_bool(0.7) {
+                        let v = random_value(rng);
+                        batch.put(&self.tables[t], &k, &v);
+                        self.models[t].insert(k, v);
+                    } else {
+                        batch.delete(&self.tables[t], &k);
+                        self.models[t].remove(&k);
+                    }
+                }
+                self.db().write(batch).expect("write");
+            }
+            60..=74 => {
+                let k = random_key(rng);
+                assert_eq!(self.tables[t].get(&k).expect("get"), self.models[t].get(&k).cloned(), "get {k:?}");
+            }
+            75..=82 => self.check_scan(rng, t, None),
+            83..=86 => self.check_cursor_walk(rng, t),
+            87..=89 => {
+                if self.snapshots.len() < 4 {
+                    self.snapshots.push((self.db().snapshot(), self.models.clone()));
+                } else {
+                    self.snapshots.remove(rng.gen_range(0..self.snapshots.len()));
+                }
+            }
+            90..=94 => {
+                if !self.snapshots.is_empty() {
+                    let i = rng.gen_range(0..self.snapshots.len());
+                    if rng.gen_bool(0.5) {
+                        let k = random_key(rng);
+                        let (snap, models) = &self.snapshots[i];
+                        assert_eq!(snap.get(&self.tables[t], &k).expect("get"), models[t].get(&k).cloned());
+                    } else {
+                        self.check_scan(rng, t, Some(i));
+                    }
+                }
+            }
+            95..=96 => self.db().flush().expect("flush"),
+            97 => self.tables[t].compact_all().expect("compact"),
+            _ => self.reopen(),
+        }
+    }
+
+    fn check_all(&self) {
+        for t in 0..2 {
+            let got: Vec<_> = self.tables[t].iter().expect("iter").collect::<spinney::Result<_>>().expect("scan");
+            let want: Vec<_> = self.models[t].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert_eq!(got, want, "table {}", TABLES[t]);
+        }
+    }
+}
+
+fn run(seed: u64, ops: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut h = Harness::new();
+    for i in 0..ops {
+        h.step(&mut rng);
+        if i % 2000 == 1999 {
+            h.check_all();
+        }
+    }
+    h.check_all();
+    h.db().wait_for_compaction().expect("wait");
+    assert!(h.db().verify().expect("verify") > 0);
+    h.reopen();
+    h.check_all();
+    let stats = h.db().stats();
+    assert!(stats.tables.iter().all(|t| t.levels.iter().map(|l| l.files).sum::<usize>() > 0));
+}
+
+#[test]
+fn model_seed_1() {
+    run(1, 12_000);
+}
+
+#[test]
+fn model_seed_2() {
+    run(2, 12_000);
+}
+
+#[test]
+fn model_seed_3() {
+    run(3, 12_000);
+}
+
+#[test]
+fn model_seed_4() {
+    run(4, 12_000);
+}
