@@ -127,7 +127,8 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn Fs>,
     pub options: Options,
     pub cache: Arc<Cache>,
-    _lock: Box<dyn FileLock>,
+    /// The directory lock; released at close even while handles remain.
+    lock: Mutex<Option<Box<dyn FileLock>>>,
     /// The last seqno assigned to a write (by the commit leader).
     pub last_seqno: AtomicU64,
     /// The next file number to hand out (SSTs, log segments, manifests).
@@ -439,12 +440,20 @@ impl Db {
         drop(writers);
         let mut wal = self.inner.wal.lock();
         if self.inner.poisoned.load(Ordering::Acquire) {
+            drop(wal);
+            self.inner.lock.lock().take();
             return Ok(());
         }
         let last = wal.last_seqno;
-        wal.writer.sync()?;
+        if let Err(e) = wal.writer.sync() {
+            drop(wal);
+            self.inner.lock.lock().take();
+            return Err(e);
+        }
         wal.synced_seqno = last;
         wal.flushed_seqno = last;
+        drop(wal);
+        self.inner.lock.lock().take();
         Ok(())
     }
 }

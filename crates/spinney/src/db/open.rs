@@ -436,7 +436,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         fs,
         options,
         cache,
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
         last_seqno: AtomicU64::new(last_seqno),
         next_file_number: AtomicU64::new(next_file_number),
         visible_seqno: AtomicU64::new(last_seqno),
