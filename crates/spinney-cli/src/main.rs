@@ -63,7 +63,11 @@ enum Command {
     /// Drop a table and its data.
     Drop { table: String },
     /// Set a key.
-    Put { table: String, key: String, value: String },
+    Put {
+        table: String,
+        key: String,
+        value: String,
+    },
     /// Print a key's value; exit 1 when absent.
     Get { table: String, key: String },
     /// Delete a key.
@@ -141,8 +145,10 @@ fn decode_arg(hex: bool, s: &str) -> Result<Vec<u8>, Failure> {
     if !hex {
         return Ok(s.as_bytes().to_vec());
     }
-    if s.len() % 2 != 0 {
-        return Err(Failure::Usage(format!("{s:?} is not hexadecimal (odd length)")));
+    if !s.len().is_multiple_of(2) {
+        return Err(Failure::Usage(format!(
+            "{s:?} is not hexadecimal (odd length)"
+        )));
     }
     (0..s.len())
         .step_by(2)
@@ -180,15 +186,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
         return spinney::dump(file, &mut out).map_err(Failure::from);
     }
     let Some(dir) = cli.db else {
-        return Err(Failure::Usage("--db DIR is required for this command".into()));
+        return Err(Failure::Usage(
+            "--db DIR is required for this command".into(),
+        ));
     };
     let must_exist = !matches!(cli.command, Command::Create { .. } | Command::Load { .. });
-    let options = Options { create_if_missing: !must_exist, ..Options::default() };
+    let options = Options {
+        create_if_missing: !must_exist,
+        ..Options::default()
+    };
     let db = Db::open(&dir, options)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match cli.command {
-        Command::Create { table, kind, compression, bloom_bits, block_size, write_buffer_size } => {
+        Command::Create {
+            table,
+            kind,
+            compression,
+            bloom_bits,
+            block_size,
+            write_buffer_size,
+        } => {
             let options = TableOptions {
                 kind: match kind {
                     KindArg::Lsm => TableKind::Lsm,
@@ -224,7 +242,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Drop { table } => db.drop_table(&table)?,
         Command::Put { table, key, value } => {
-            db.table(&table)?.put(&decode_arg(hex, &key)?, &decode_arg(hex, &value)?)?;
+            db.table(&table)?
+                .put(&decode_arg(hex, &key)?, &decode_arg(hex, &value)?)?;
         }
         Command::Get { table, key } => match db.table(&table)?.get(&decode_arg(hex, &key)?)? {
             Some(v) => write_out(&mut out, format_args!("{}\n", encode_out(hex, &v)))?,
@@ -234,7 +253,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         },
         Command::Delete { table, key } => db.table(&table)?.delete(&decode_arg(hex, &key)?)?,
-        Command::Scan { table, from, to, reverse, limit } => {
+        Command::Scan {
+            table,
+            from,
+            to,
+            reverse,
+            limit,
+        } => {
             let t = db.table(&table)?;
             let lower = match from {
                 Some(k) => Bound::Included(decode_arg(hex, &k)?),
@@ -244,7 +269,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(k) => Bound::Excluded(decode_arg(hex, &k)?),
                 None => Bound::Unbounded,
             };
-            let mut cursor = t.cursor_with(&ReadOptions { snapshot: None, lower, upper })?;
+            let mut cursor = t.cursor_with(&ReadOptions {
+                snapshot: None,
+                lower,
+                upper,
+            })?;
             if reverse {
                 cursor.seek_to_last();
             } else {
@@ -254,7 +283,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             while cursor.valid() && limit.is_none_or(|l| shown < l) {
                 write_out(
                     &mut out,
-                    format_args!("{}\t{}\n", encode_out(hex, cursor.key()), encode_out(hex, cursor.value())),
+                    format_args!(
+                        "{}\t{}\n",
+                        encode_out(hex, cursor.key()),
+                        encode_out(hex, cursor.value())
+                    ),
                 )?;
                 shown += 1;
                 if reverse {
@@ -265,7 +298,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             cursor.status()?;
         }
-        Command::Load { table, count, value_size } => {
+        Command::Load {
+            table,
+            count,
+            value_size,
+        } => {
             let t = db.open_table(&table, TableOptions::default())?;
             let start = std::time::Instant::now();
             let value = vec![b'v'; value_size];
@@ -298,14 +335,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ),
             )?;
             if found != count {
-                return Err(Failure::Usage(format!("only {found} of {count} entries read back")));
+                return Err(Failure::Usage(format!(
+                    "only {found} of {count} entries read back"
+                )));
             }
         }
         Command::Flush => db.flush()?,
         Command::Compact { table, all: _ } => db.table(&table)?.compact_all()?,
         Command::Verify => {
             let entries = db.verify()?;
-            write_out(&mut out, format_args!("ok: {entries} entries in {} tables checked\n", db.tables().len()))?;
+            write_out(
+                &mut out,
+                format_args!(
+                    "ok: {entries} entries in {} tables checked\n",
+                    db.tables().len()
+                ),
+            )?;
         }
         Command::Stats => write_out(&mut out, format_args!("{}", db.stats()))?,
         Command::Dump { .. } => {}

@@ -15,7 +15,10 @@ use crate::wal::reader::{LogReader, Read};
 /// told by its name: `*.sst`, `*.wal`, `MANIFEST-*`, `CURRENT`.
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     let fs = OsFs::new();
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     let w = |e: std::io::Error| Error::io("write", "<dump output>", e);
     if name.ends_with(".sst") {
         sst::dump(&fs, path, out)
@@ -23,7 +26,12 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "write-ahead log segment {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {
             let batch = DecodedBatch::parse(data).map_err(|e| e.corruption(path, offset))?;
-            writeln!(out, "@{offset} batch seqno {} count {}", batch.seqno_first, batch.count).map_err(w)?;
+            writeln!(
+                out,
+                "@{offset} batch seqno {} count {}",
+                batch.seqno_first, batch.count
+            )
+            .map_err(w)?;
             for (i, entry) in batch.entries().enumerate() {
                 let entry = entry.map_err(|e| e.corruption(path, offset))?;
                 let seqno = batch.seqno_first + i as u64;
@@ -36,7 +44,12 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
                         shorten(entry.value)
                     ),
                     crate::lsm::key::Kind::Delete => {
-                        writeln!(out, "  {seqno} del table {} \"{}\"", entry.table_id, entry.key.escape_ascii())
+                        writeln!(
+                            out,
+                            "  {seqno} del table {} \"{}\"",
+                            entry.table_id,
+                            entry.key.escape_ascii()
+                        )
                     }
                 }
                 .map_err(w)?;
@@ -70,7 +83,12 @@ fn shorten(v: &[u8]) -> String {
 
 type RecordFn<'a> = dyn FnMut(&mut dyn Write, u64, &[u8]) -> Result<()> + 'a;
 
-fn for_each_record(fs: &dyn Fs, path: &Path, out: &mut dyn Write, f: &mut RecordFn<'_>) -> Result<()> {
+fn for_each_record(
+    fs: &dyn Fs,
+    path: &Path,
+    out: &mut dyn Write,
+    f: &mut RecordFn<'_>,
+) -> Result<()> {
     let w = |e: std::io::Error| Error::io("write", "<dump output>", e);
     let mut reader = LogReader::new(fs.read_all(path)?);
     let mut records = 0u64;
@@ -85,10 +103,16 @@ fn for_each_record(fs: &dyn Fs, path: &Path, out: &mut dyn Write, f: &mut Record
                 return Ok(());
             }
             Read::Torn { offset, detail } => {
-                writeln!(out, "{records} records, then a torn tail at offset {offset}: {detail}").map_err(w)?;
+                writeln!(
+                    out,
+                    "{records} records, then a torn tail at offset {offset}: {detail}"
+                )
+                .map_err(w)?;
                 return Ok(());
             }
-            Read::Corrupt { offset, detail } => return Err(Error::corruption(path, offset, detail)),
+            Read::Corrupt { offset, detail } => {
+                return Err(Error::corruption(path, offset, detail))
+            }
         }
     }
 }

@@ -45,11 +45,11 @@ pub mod options;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
-pub use dump::dump;
 pub use cache::CacheStats;
 pub use db::{
     Cursor, Db, LevelStats, Range, ReadOptions, Snapshot, Stats, Table, TableInfo, TableStats,
 };
+pub use dump::dump;
 pub use error::{Error, Result};
 pub use options::{
     Compression, Durability, Options, TableKind, TableOptions, WalRecovery, WriteOptions,

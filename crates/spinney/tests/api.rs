@@ -10,7 +10,10 @@ fn open(dir: &std::path::Path) -> Db {
 fn second_opener_gets_locked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = open(dir.path());
-    assert!(matches!(Db::open(dir.path(), Options::default()), Err(Error::Locked { .. })));
+    assert!(matches!(
+        Db::open(dir.path(), Options::default()),
+        Err(Error::Locked { .. })
+    ));
     drop(db);
     let _again = open(dir.path());
 }
@@ -34,8 +37,14 @@ fn second_process_gets_locked() {
 #[test]
 fn missing_database_without_create_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options { create_if_missing: false, ..Options::default() };
-    assert!(matches!(Db::open(dir.path().join("nope"), options), Err(Error::InvalidArgument(_))));
+    let options = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    assert!(matches!(
+        Db::open(dir.path().join("nope"), options),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -43,10 +52,23 @@ fn tables_are_created_listed_dropped_and_survive_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let db = open(dir.path());
-        let lz4 = TableOptions { compression: spinney::Compression::Lz4, ..TableOptions::default() };
+        let lz4 = TableOptions {
+            compression: spinney::Compression::Lz4,
+            ..TableOptions::default()
+        };
         let a = db.create_table("a", lz4.clone()).expect("a");
-        db.create_table("b", TableOptions { bloom_bits_per_key: 0, ..TableOptions::default() }).expect("b");
-        assert!(matches!(db.create_table("a", TableOptions::default()), Err(Error::TableExists(_))));
+        db.create_table(
+            "b",
+            TableOptions {
+                bloom_bits_per_key: 0,
+                ..TableOptions::default()
+            },
+        )
+        .expect("b");
+        assert!(matches!(
+            db.create_table("a", TableOptions::default()),
+            Err(Error::TableExists(_))
+        ));
         a.put(b"k", b"v").expect("put");
         let c = db.create_table("c", TableOptions::default()).expect("c");
         c.put(b"x", b"y").expect("put");
@@ -61,7 +83,10 @@ fn tables_are_created_listed_dropped_and_survive_reopen() {
     let db = open(dir.path());
     let names: Vec<_> = db.tables().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["a", "b"]);
-    assert_eq!(db.table("a").expect("a").get(b"k").expect("get"), Some(b"v".to_vec()));
+    assert_eq!(
+        db.table("a").expect("a").get(b"k").expect("get"),
+        Some(b"v".to_vec())
+    );
     assert_eq!(db.table("b").expect("b").options().bloom_bits_per_key, 0);
     // A new table of a dropped name starts empty.
     let c = db.create_table("c", TableOptions::default()).expect("c");
@@ -72,18 +97,48 @@ fn tables_are_created_listed_dropped_and_survive_reopen() {
 fn bad_names_and_options_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = open(dir.path());
-    for name in ["", "a/b", "..", "x y", &"n".repeat(limits::TABLE_NAME_BYTES_MAX + 1)] {
+    for name in [
+        "",
+        "a/b",
+        "..",
+        "x y",
+        &"n".repeat(limits::TABLE_NAME_BYTES_MAX + 1),
+    ] {
         if name == ".." {
             continue;
         }
-        assert!(matches!(db.create_table(name, TableOptions::default()), Err(Error::InvalidArgument(_))), "{name:?}");
+        assert!(
+            matches!(
+                db.create_table(name, TableOptions::default()),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{name:?}"
+        );
     }
-    let bad = TableOptions { block_size: 1, ..TableOptions::default() };
-    assert!(matches!(db.create_table("t", bad), Err(Error::InvalidArgument(_))));
-    let bad = TableOptions { bloom_bits_per_key: 1000, ..TableOptions::default() };
-    assert!(matches!(db.create_table("t", bad), Err(Error::InvalidArgument(_))));
-    let btree = TableOptions { kind: TableKind::Btree, ..TableOptions::default() };
-    assert!(matches!(db.create_table("t", btree), Err(Error::Unsupported(_))));
+    let bad = TableOptions {
+        block_size: 1,
+        ..TableOptions::default()
+    };
+    assert!(matches!(
+        db.create_table("t", bad),
+        Err(Error::InvalidArgument(_))
+    ));
+    let bad = TableOptions {
+        bloom_bits_per_key: 1000,
+        ..TableOptions::default()
+    };
+    assert!(matches!(
+        db.create_table("t", bad),
+        Err(Error::InvalidArgument(_))
+    ));
+    let btree = TableOptions {
+        kind: TableKind::Btree,
+        ..TableOptions::default()
+    };
+    assert!(matches!(
+        db.create_table("t", btree),
+        Err(Error::Unsupported(_))
+    ));
 }
 
 #[test]
@@ -92,13 +147,20 @@ fn oversized_keys_and_values_are_refused_and_nothing_is_written() {
     let db = open(dir.path());
     let t = db.create_table("t", TableOptions::default()).expect("t");
     let long_key = vec![b'k'; limits::KEY_BYTES_MAX + 1];
-    assert!(matches!(t.put(&long_key, b"v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        t.put(&long_key, b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(matches!(t.get(&long_key), Err(Error::InvalidArgument(_))));
     let mut b = WriteBatch::new();
     b.put(&t, b"fine", b"v");
     b.put(&t, b"k", &vec![0u8; limits::VALUE_BYTES_MAX + 1]);
     assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
-    assert_eq!(t.get(b"fine").expect("get"), None, "a refused batch wrote part of itself");
+    assert_eq!(
+        t.get(b"fine").expect("get"),
+        None,
+        "a refused batch wrote part of itself"
+    );
     // The largest key and value allowed work.
     let key = vec![b'k'; limits::KEY_BYTES_MAX];
     t.put(&key, b"v").expect("max key");
@@ -114,8 +176,15 @@ fn empty_keys_and_values_round_trip_through_flush() {
     t.put(b"a", b"").expect("put");
     db.flush().expect("flush");
     assert_eq!(t.get(b"").expect("get"), Some(Vec::new()));
-    let all: Vec<_> = t.iter().expect("iter").collect::<spinney::Result<_>>().expect("scan");
-    assert_eq!(all, vec![(b"".to_vec(), b"".to_vec()), (b"a".to_vec(), b"".to_vec())]);
+    let all: Vec<_> = t
+        .iter()
+        .expect("iter")
+        .collect::<spinney::Result<_>>()
+        .expect("scan");
+    assert_eq!(
+        all,
+        vec![(b"".to_vec(), b"".to_vec()), (b"a".to_vec(), b"".to_vec())]
+    );
 }
 
 #[test]
@@ -135,7 +204,10 @@ fn batches_over_two_databases_are_refused() {
     let d1 = tempfile::tempdir().expect("tempdir");
     let d2 = tempfile::tempdir().expect("tempdir");
     let (db1, db2) = (open(d1.path()), open(d2.path()));
-    let (t1, t2) = (db1.create_table("t", TableOptions::default()).expect("t"), db2.create_table("t", TableOptions::default()).expect("t"));
+    let (t1, t2) = (
+        db1.create_table("t", TableOptions::default()).expect("t"),
+        db2.create_table("t", TableOptions::default()).expect("t"),
+    );
     let mut b = WriteBatch::new();
     b.put(&t1, b"k", b"v");
     b.put(&t2, b"k", b"v");

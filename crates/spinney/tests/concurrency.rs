@@ -7,7 +7,11 @@ use std::thread;
 use spinney::{Db, Durability, Options, TableOptions, WriteBatch};
 
 fn small_tables() -> TableOptions {
-    TableOptions { write_buffer_size: 64 << 10, block_size: 1024, ..TableOptions::default() }
+    TableOptions {
+        write_buffer_size: 64 << 10,
+        block_size: 1024,
+        ..TableOptions::default()
+    }
 }
 
 #[test]
@@ -28,8 +32,13 @@ fn concurrent_writers_lose_nothing_and_readers_see_whole_batches() {
 
     let mut readers = Vec::new();
     for _ in 0..3 {
-        let (db, left, right, stop, barrier) =
-            (Arc::clone(&db), left.clone(), right.clone(), Arc::clone(&stop), Arc::clone(&barrier));
+        let (db, left, right, stop, barrier) = (
+            Arc::clone(&db),
+            left.clone(),
+            right.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&barrier),
+        );
         readers.push(thread::spawn(move || {
             barrier.wait();
             let mut checks = 0u64;
@@ -41,7 +50,11 @@ fn concurrent_writers_lose_nothing_and_readers_see_whole_batches() {
                     if let Some(p) = &prev {
                         assert!(p < &k, "keys out of order");
                     }
-                    assert_eq!(snap.get(&right, &k).expect("get"), Some(v), "half a batch visible");
+                    assert_eq!(
+                        snap.get(&right, &k).expect("get"),
+                        Some(v),
+                        "half a batch visible"
+                    );
                     prev = Some(k);
                     checks += 1;
                 }
@@ -51,7 +64,12 @@ fn concurrent_writers_lose_nothing_and_readers_see_whole_batches() {
     }
     let mut handles = Vec::new();
     for w in 0..writers {
-        let (db, left, right, barrier) = (Arc::clone(&db), left.clone(), right.clone(), Arc::clone(&barrier));
+        let (db, left, right, barrier) = (
+            Arc::clone(&db),
+            left.clone(),
+            right.clone(),
+            Arc::clone(&barrier),
+        );
         handles.push(thread::spawn(move || {
             barrier.wait();
             for i in 0..per_writer {
@@ -74,10 +92,19 @@ fn concurrent_writers_lose_nothing_and_readers_see_whole_batches() {
     // Every key holds the last value its writer wrote.
     for w in 0..writers {
         for slot in 0..700u32 {
-            let last = (0..per_writer).filter(|i| i % 700 == slot).max().expect("written");
+            let last = (0..per_writer)
+                .filter(|i| i % 700 == slot)
+                .max()
+                .expect("written");
             let key = format!("w{w}-{slot:05}");
-            assert_eq!(left.get(key.as_bytes()).expect("get"), Some(last.to_string().into_bytes()));
-            assert_eq!(right.get(key.as_bytes()).expect("get"), Some(last.to_string().into_bytes()));
+            assert_eq!(
+                left.get(key.as_bytes()).expect("get"),
+                Some(last.to_string().into_bytes())
+            );
+            assert_eq!(
+                right.get(key.as_bytes()).expect("get"),
+                Some(last.to_string().into_bytes())
+            );
         }
     }
     db.wait_for_compaction().expect("idle");
@@ -90,9 +117,14 @@ fn full_durability_writers_share_syncs() {
     // fewer log syncs than commits. Method: 8 threads commit 200 small
     // batches each; the counters must show fewer syncs than commits.
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options { durability: Durability::Full, ..Options::default() };
+    let options = Options {
+        durability: Durability::Full,
+        ..Options::default()
+    };
     let db = Arc::new(Db::open(dir.path(), options).expect("open"));
-    let t = db.create_table("t", TableOptions::default()).expect("table");
+    let t = db
+        .create_table("t", TableOptions::default())
+        .expect("table");
     let threads: Vec<_> = (0..8)
         .map(|n| {
             let (db, t) = (Arc::clone(&db), t.clone());
@@ -109,7 +141,12 @@ fn full_durability_writers_share_syncs() {
     }
     let stats = db.stats();
     assert_eq!(stats.commits, 1600);
-    assert!(stats.wal_syncs < stats.commits, "{} syncs for {} commits", stats.wal_syncs, stats.commits);
+    assert!(
+        stats.wal_syncs < stats.commits,
+        "{} syncs for {} commits",
+        stats.wal_syncs,
+        stats.commits
+    );
     assert!(stats.commit_groups < stats.commits);
 }
 
@@ -128,7 +165,11 @@ fn iterators_stay_consistent_while_writes_flush_and_compact() {
         s.spawn(|| {
             for round in 0..5 {
                 for i in 0..2000u32 {
-                    t.put(format!("{i:05}").as_bytes(), format!("new{round}").as_bytes()).expect("put");
+                    t.put(
+                        format!("{i:05}").as_bytes(),
+                        format!("new{round}").as_bytes(),
+                    )
+                    .expect("put");
                 }
                 db.flush().expect("flush");
             }
@@ -138,5 +179,8 @@ fn iterators_stay_consistent_while_writes_flush_and_compact() {
     let seen: Vec<_> = range.collect::<spinney::Result<_>>().expect("scan");
     assert_eq!(seen.len(), 2000);
     assert!(seen.iter().all(|(_, v)| v == b"old"));
-    assert!(t.iter().expect("iter").all(|e| e.expect("entry").1 == b"new4"));
+    assert!(t
+        .iter()
+        .expect("iter")
+        .all(|e| e.expect("entry").1 == b"new4"));
 }

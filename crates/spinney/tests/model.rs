@@ -19,7 +19,11 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const TABLES: [&str; 2] = ["alpha", "beta"];
 
 fn table_options() -> TableOptions {
-    TableOptions { write_buffer_size: 64 << 10, block_size: 512, ..TableOptions::default() }
+    TableOptions {
+        write_buffer_size: 64 << 10,
+        block_size: 512,
+        ..TableOptions::default()
+    }
 }
 
 fn random_key(rng: &mut StdRng) -> Vec<u8> {
@@ -34,7 +38,11 @@ fn random_key(rng: &mut StdRng) -> Vec<u8> {
 }
 
 fn random_value(rng: &mut StdRng) -> Vec<u8> {
-    let len = if rng.gen_bool(0.02) { rng.gen_range(1000..20_000) } else { rng.gen_range(0..120) };
+    let len = if rng.gen_bool(0.02) {
+        rng.gen_range(1000..20_000)
+    } else {
+        rng.gen_range(0..120)
+    };
     (0..len).map(|_| rng.gen()).collect()
 }
 
@@ -46,7 +54,11 @@ fn random_bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
     }
 }
 
-fn in_range(model: &Model, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn in_range(
+    model: &Model,
+    lower: &Bound<Vec<u8>>,
+    upper: &Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let lo = match lower {
         Bound::Included(k) => Bound::Included(k.as_slice()),
         Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
@@ -59,14 +71,19 @@ fn in_range(model: &Model, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Ve
     };
     let empty = match (&lo, &hi) {
         (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
-            a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
+            a > b
+                || (a == b
+                    && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
         }
         _ => false,
     };
     if empty {
         return Vec::new();
     }
-    model.range::<[u8], _>((lo, hi)).map(|(k, v)| (k.clone(), v.clone())).collect()
+    model
+        .range::<[u8], _>((lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 struct Harness {
@@ -80,7 +97,13 @@ struct Harness {
 impl Harness {
     fn new() -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut h = Harness { dir, db: None, tables: Vec::new(), models: vec![Model::new(); 2], snapshots: Vec::new() };
+        let mut h = Harness {
+            dir,
+            db: None,
+            tables: Vec::new(),
+            models: vec![Model::new(); 2],
+            snapshots: Vec::new(),
+        };
         h.open();
         h
     }
@@ -90,9 +113,15 @@ impl Harness {
     }
 
     fn open(&mut self) {
-        let options = Options { cache_size: 256 << 10, ..Options::default() };
+        let options = Options {
+            cache_size: 256 << 10,
+            ..Options::default()
+        };
         let db = Db::open(self.dir.path(), options).expect("open");
-        self.tables = TABLES.iter().map(|n| db.open_table(n, table_options()).expect("table")).collect();
+        self.tables = TABLES
+            .iter()
+            .map(|n| db.open_table(n, table_options()).expect("table"))
+            .collect();
         self.db = Some(db);
     }
 
@@ -113,7 +142,9 @@ impl Harness {
         let want = in_range(model, &lower, &upper);
         let table = &self.tables[t];
         let range = match snapshot {
-            Some(s) => s.range(table, (lower.clone(), upper.clone())).expect("range"),
+            Some(s) => s
+                .range(table, (lower.clone(), upper.clone()))
+                .expect("range"),
             None => table.range((lower.clone(), upper.clone())).expect("range"),
         };
         if rng.gen_bool(0.5) {
@@ -131,7 +162,11 @@ impl Harness {
         let lower = random_bound(rng);
         let upper = random_bound(rng);
         let want = in_range(&self.models[t], &lower, &upper);
-        let options = ReadOptions { snapshot: None, lower, upper };
+        let options = ReadOptions {
+            snapshot: None,
+            lower,
+            upper,
+        };
         let mut c = self.tables[t].cursor_with(&options).expect("cursor");
         let mut pos: Option<usize>;
         if rng.gen_bool(0.5) {
@@ -144,8 +179,15 @@ impl Harness {
         for _ in 0..20 {
             match pos {
                 Some(i) => {
-                    assert!(c.valid(), "cursor invalid where the model has {:?}", want[i].0);
-                    assert_eq!((c.key(), c.value()), (want[i].0.as_slice(), want[i].1.as_slice()));
+                    assert!(
+                        c.valid(),
+                        "cursor invalid where the model has {:?}",
+                        want[i].0
+                    );
+                    assert_eq!(
+                        (c.key(), c.value()),
+                        (want[i].0.as_slice(), want[i].1.as_slice())
+                    );
                 }
                 None => {
                     assert!(!c.valid(), "cursor on {:?} past the model's end", c.key());
@@ -194,15 +236,21 @@ impl Harness {
             }
             60..=74 => {
                 let k = random_key(rng);
-                assert_eq!(self.tables[t].get(&k).expect("get"), self.models[t].get(&k).cloned(), "get {k:?}");
+                assert_eq!(
+                    self.tables[t].get(&k).expect("get"),
+                    self.models[t].get(&k).cloned(),
+                    "get {k:?}"
+                );
             }
             75..=82 => self.check_scan(rng, t, None),
             83..=86 => self.check_cursor_walk(rng, t),
             87..=89 => {
                 if self.snapshots.len() < 4 {
-                    self.snapshots.push((self.db().snapshot(), self.models.clone()));
+                    self.snapshots
+                        .push((self.db().snapshot(), self.models.clone()));
                 } else {
-                    self.snapshots.remove(rng.gen_range(0..self.snapshots.len()));
+                    self.snapshots
+                        .remove(rng.gen_range(0..self.snapshots.len()));
                 }
             }
             90..=94 => {
@@ -211,7 +259,10 @@ impl Harness {
                     if rng.gen_bool(0.5) {
                         let k = random_key(rng);
                         let (snap, models) = &self.snapshots[i];
-                        assert_eq!(snap.get(&self.tables[t], &k).expect("get"), models[t].get(&k).cloned());
+                        assert_eq!(
+                            snap.get(&self.tables[t], &k).expect("get"),
+                            models[t].get(&k).cloned()
+                        );
                     } else {
                         self.check_scan(rng, t, Some(i));
                     }
@@ -224,10 +275,17 @@ impl Harness {
     }
 
     fn check_all(&self) {
-        for t in 0..2 {
-            let got: Vec<_> = self.tables[t].iter().expect("iter").collect::<spinney::Result<_>>().expect("scan");
-            let want: Vec<_> = self.models[t].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            assert_eq!(got, want, "table {}", TABLES[t]);
+        for (t, name) in TABLES.iter().enumerate() {
+            let got: Vec<_> = self.tables[t]
+                .iter()
+                .expect("iter")
+                .collect::<spinney::Result<_>>()
+                .expect("scan");
+            let want: Vec<_> = self.models[t]
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, want, "table {name}");
         }
     }
 }
@@ -247,7 +305,10 @@ fn run(seed: u64, ops: usize) {
     h.reopen();
     h.check_all();
     let stats = h.db().stats();
-    assert!(stats.tables.iter().all(|t| t.levels.iter().map(|l| l.files).sum::<usize>() > 0));
+    assert!(stats
+        .tables
+        .iter()
+        .all(|t| t.levels.iter().map(|l| l.files).sum::<usize>() > 0));
 }
 
 #[test]

@@ -15,7 +15,7 @@ mod stats;
 mod work;
 mod write;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,7 +78,6 @@ pub(crate) struct Wal {
 
 pub(crate) struct VersionSet {
     pub manifest: LogWriter,
-    pub manifest_number: u64,
     pub next_table_id: u32,
     pub tables: BTreeMap<String, Arc<LsmTable>>,
     pub pending_outputs: HashSet<u64>,
@@ -86,13 +85,6 @@ pub(crate) struct VersionSet {
 }
 
 impl VersionSet {
-    pub(crate) fn by_id(&self) -> HashMap<u32, Arc<LsmTable>> {
-        self.tables
-            .values()
-            .map(|t| (t.id, Arc::clone(t)))
-            .collect()
-    }
-
     /// Appends `edit` to the manifest and syncs it: the edit is durable.
     pub(crate) fn log(&mut self, edit: &VersionEdit) -> Result<()> {
         self.manifest.add_record(&edit.encode())?;

@@ -218,7 +218,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 })
                 .collect();
             if level == 0 {
-                metas.sort_by(|a, b| b.record.seqno_max.cmp(&a.record.seqno_max));
+                metas.sort_by_key(|m| std::cmp::Reverse(m.record.seqno_max));
             } else {
                 metas.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
             }
@@ -416,7 +416,6 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .collect();
     let vs = VersionSet {
         manifest,
-        manifest_number,
         next_table_id: state.next_table_id,
         tables,
         pending_outputs: HashSet::new(),

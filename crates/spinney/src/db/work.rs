@@ -452,14 +452,21 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         for t in vs.tables.values() {
             live.extend(t.super_version().version.files().map(|f| f.record.number));
         }
-        (live, vs.pending_outputs.clone(), db.next_file_number.load(Ordering::Acquire))
+        (
+            live,
+            vs.pending_outputs.clone(),
+            db.next_file_number.load(Ordering::Acquire),
+        )
     };
     let Ok(names) = db.fs.list(&db.dir) else {
         return;
     };
     for name in names {
         if let Some(n) = super::parse_numbered(&name, "sst") {
-            if n < next && !live.contains(&n) && !pending.contains(&n) && db.fs.remove(&db.path(&name)).is_ok()
+            if n < next
+                && !live.contains(&n)
+                && !pending.contains(&n)
+                && db.fs.remove(&db.path(&name)).is_ok()
             {
                 db.cache.erase_owner(n);
             }

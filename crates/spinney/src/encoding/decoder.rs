@@ -68,13 +68,6 @@ impl<'a> Decoder<'a> {
         Ok(b.first().copied().unwrap_or_default())
     }
 
-    pub(crate) fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
-        let b = self.bytes(2, what)?;
-        Ok(u16::from_le_bytes(
-            b.try_into().map_err(|_| self.error(what))?,
-        ))
-    }
-
     pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
         let b = self.bytes(4, what)?;
         Ok(u32::from_le_bytes(

@@ -24,10 +24,6 @@ pub(crate) fn put_u8(dst: &mut Vec<u8>, v: u8) {
     dst.push(v);
 }
 
-pub(crate) fn put_u16(dst: &mut Vec<u8>, v: u16) {
-    dst.extend_from_slice(&v.to_le_bytes());
-}
-
 pub(crate) fn put_u32(dst: &mut Vec<u8>, v: u32) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
@@ -55,6 +51,7 @@ pub(crate) fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Number of bytes `put_varint64(v)` writes.
+#[cfg(test)]
 pub(crate) fn varint_len(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {

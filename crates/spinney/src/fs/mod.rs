@@ -15,7 +15,7 @@
 //! a `WritableFile` has one owner at a time.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -82,6 +82,10 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far (buffered included).
     fn len(&self) -> u64;
+    /// True when nothing was appended yet.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
 }
@@ -93,6 +97,10 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
     /// The file's length when it was opened.
     fn len(&self) -> u64;
+    /// True when the file was empty when opened.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
 }
@@ -152,9 +160,4 @@ impl IoStats {
             syncs: self.syncs.load(Ordering::Relaxed),
         }
     }
-}
-
-/// `dir/name`.
-pub(crate) fn join(dir: &Path, name: &str) -> PathBuf {
-    dir.join(name)
 }

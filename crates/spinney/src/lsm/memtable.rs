@@ -232,10 +232,6 @@ impl MemTable {
         self.len.load(MemOrder::Relaxed)
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn head(&self) -> Node<'_> {
         // SAFETY: the head is written in `new` and lives in this memtable's
         // arena; the handle's lifetime is bounded by the borrow of `self`.
@@ -689,7 +685,7 @@ mod tests {
     #[test]
     fn empty_memtable_has_no_entries() {
         let table = Arc::new(MemTable::new());
-        assert!(table.is_empty());
+        assert_eq!(table.len(), 0);
         assert_eq!(table.get(b"k", u64::MAX), None);
         let mut it = table.iter();
         it.seek_to_first();

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use super::cursor::LsmCursor;
 use super::iter::InternalIterator;
-use super::key::{self, Kind, ParsedKey};
+use super::key::{Kind, ParsedKey};
 use super::memtable::{MemGet, MemTable};
 use super::merge::MergingIter;
 use super::sst::{SstBuilder, SstInfo, SstOptions};
@@ -396,9 +396,4 @@ pub(crate) fn file_record(number: u64, info: &SstInfo) -> FileRecord {
         seqno_min: info.seqno_min,
         seqno_max: info.seqno_max,
     }
-}
-
-/// `key::user_key`, re-exported for the compaction's bottom-level test.
-pub(crate) fn user_key_of(ikey: &[u8]) -> &[u8] {
-    key::user_key(ikey)
 }

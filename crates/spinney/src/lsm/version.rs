@@ -111,10 +111,6 @@ impl Version {
         self.level(n).iter().map(|f| f.record.size).sum()
     }
 
-    pub(crate) fn file_count(&self) -> usize {
-        self.levels.iter().map(Vec::len).sum()
-    }
-
     pub(crate) fn files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
         self.levels.iter().flatten()
     }

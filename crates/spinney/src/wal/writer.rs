@@ -74,8 +74,4 @@ impl LogWriter {
     pub(crate) fn len(&self) -> u64 {
         self.file.len()
     }
-
-    pub(crate) fn path(&self) -> &std::path::Path {
-        self.file.path()
-    }
 }

@@ -34,7 +34,6 @@ mod tests;
 
 pub(crate) use builder::SstBuilder;
 pub(crate) use dump::{dump, format_key};
-pub(crate) use format::{CompressionType, Properties};
 pub(crate) use reader::{Sst, SstIter};
 
 use crate::options::Compression;

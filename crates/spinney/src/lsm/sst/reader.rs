@@ -108,10 +108,6 @@ impl Sst {
         self.file_size
     }
 
-    pub(crate) fn file_number(&self) -> u64 {
-        self.file_number
-    }
-
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
