@@ -19,22 +19,6 @@ fn second_opener_gets_locked() {
 }
 
 #[test]
-fn second_process_gets_locked() {
-    // The lock is an flock, which a child process cannot take either.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let _db = open(dir.path());
-    let lock = dir.path().join("LOCK");
-    let status = std::process::Command::new("flock")
-        .args(["--nonblock", "--exclusive"])
-        .arg(&lock)
-        .arg("true")
-        .status();
-    if let Ok(status) = status {
-        assert!(!status.success(), "another process took the lock");
-    }
-}
-
-#[test]
 fn missing_database_without_create_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let options = Options {
