@@ -136,7 +136,14 @@ fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(
                 let edit = VersionEdit::decode(&data).map_err(|e| e.corruption(&path, offset))?;
                 state.apply(edit, &path, offset)?;
             }
-            Read::End | Read::Torn { .. } => break,
+            Read::End => break,
+            // The first record is synced before CURRENT names the manifest,
+            // so it can never be torn: damage there is corruption.
+            Read::Torn { offset, detail } if offset == 0 => {
+                return Err(Error::corruption(&path, offset, detail));
+            }
+            // A torn last edit was never acknowledged.
+            Read::Torn { .. } => break,
             Read::Corrupt { offset, detail } => {
                 if wal_recovery == WalRecovery::PointInTime {
                     break;

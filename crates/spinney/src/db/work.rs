@@ -150,7 +150,9 @@ pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Resul
     }
     release_table(db, table);
     delete_obsolete_files(db);
-    result
+    result?;
+    // The background worker may have failed on one of these memtables.
+    db.check_writable()
 }
 
 /// Makes the log durable up to `seqno`.
@@ -411,6 +413,9 @@ pub(crate) fn compact_all(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Result<()
 
 /// Deletes log segments whose every entry is persisted in SSTs.
 fn delete_obsolete_wal(db: &DbInner) {
+    if db.poisoned.load(Ordering::Acquire) {
+        return;
+    }
     // Read the visible seqno first: every entry up to it is in some memtable
     // (or already flushed), so the memtables' first seqnos below bound it.
     let visible = db.visible_seqno.load(Ordering::Acquire);
@@ -436,7 +441,14 @@ fn delete_obsolete_wal(db: &DbInner) {
 }
 
 /// Deletes SSTs that no live version references.
+///
+/// Nothing is deleted once the database is poisoned: after a failed manifest
+/// write it is unknown whether the edit naming a new file reached the disk,
+/// so every file may still be referenced by the manifest the next open reads.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {
+    if db.poisoned.load(Ordering::Acquire) {
+        return;
+    }
     // Numbers handed out after this snapshot belong to files being written
     // now: `next` (read under the same lock that allocates) fences them off.
     let (live, pending, next) = {

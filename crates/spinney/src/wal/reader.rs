@@ -2,10 +2,14 @@
 //!
 //! The reader works on a whole file in memory (a segment is bounded by
 //! `Options::wal_segment_size`, a manifest by its rewrite at every open).
-//! When it meets a bad fragment it looks at the start of every later block:
-//! if none holds a valid fragment, the damage is the tail of the last append
-//! and is reported as `Torn`; otherwise data was damaged in the middle of the
-//! log and is reported as `Corrupt`.
+//!
+//! A bad fragment is reported as `Torn` — the tail of an append cut short by
+//! a crash — only when it looks like one: the fragment runs past the end of
+//! the file, or its header is all zeros, or its last byte is zero (the part
+//! never written reads as zeros); and nothing but zeros follows it. Anything
+//! else is damage in the middle of the log, reported as `Corrupt`. A bit flip
+//! in the very last record whose last byte is zero cannot be told from a torn
+//! write and is reported as `Torn`.
 #![deny(clippy::indexing_slicing)]
 
 use super::format::{fragment_crc, FragmentType, BLOCK_BYTES, HEADER_BYTES};
@@ -36,7 +40,13 @@ enum Fragment<'a> {
         next: usize,
     },
     Padding,
-    Bad(&'static str),
+    /// A damaged fragment: where its bytes end (at most the end of the file),
+    /// and whether it looks like an append cut short.
+    Bad {
+        detail: &'static str,
+        end: usize,
+        cut_short: bool,
+    },
     End,
 }
 
@@ -60,12 +70,22 @@ impl LogReader {
             return if tail.iter().all(|&b| b == 0) {
                 Fragment::Padding
             } else {
-                Fragment::Bad("non-zero block padding")
+                Fragment::Bad {
+                    detail: "non-zero block padding",
+                    end: pos + tail.len(),
+                    cut_short: false,
+                }
             };
         }
+        let eof = self.data.len();
         let Some(header) = self.data.get(pos..pos + HEADER_BYTES) else {
-            return Fragment::Bad("truncated fragment header");
+            return Fragment::Bad {
+                detail: "truncated fragment header",
+                end: eof,
+                cut_short: true,
+            };
         };
+        let header_zero = header.iter().all(|&b| b == 0);
         let crc = get_u32_at(header, 0).unwrap_or(0);
         let len = u16::from_le_bytes([
             header.get(4).copied().unwrap_or(0),
@@ -73,16 +93,35 @@ impl LogReader {
         ]) as usize;
         let kind_byte = header.get(6).copied().unwrap_or(0);
         let Some(kind) = FragmentType::from_u8(kind_byte) else {
-            return Fragment::Bad("unknown fragment type");
+            return Fragment::Bad {
+                detail: "unknown fragment type",
+                end: pos + HEADER_BYTES,
+                cut_short: header_zero,
+            };
         };
         if HEADER_BYTES + len > block_left {
-            return Fragment::Bad("fragment length crosses its block");
+            let end = (pos + HEADER_BYTES).min(eof);
+            return Fragment::Bad {
+                detail: "fragment length crosses its block",
+                end,
+                cut_short: false,
+            };
         }
         let Some(payload) = self.data.get(pos + HEADER_BYTES..pos + HEADER_BYTES + len) else {
-            return Fragment::Bad("fragment runs past the end of the file");
+            return Fragment::Bad {
+                detail: "fragment runs past the end of the file",
+                end: eof,
+                cut_short: true,
+            };
         };
         if fragment_crc(kind, payload) != crc {
-            return Fragment::Bad("fragment checksum mismatch");
+            let last_zero = payload.last().is_none_or(|&b| b == 0);
+            let end = pos + HEADER_BYTES + len;
+            return Fragment::Bad {
+                detail: "fragment checksum mismatch",
+                end,
+                cut_short: last_zero,
+            };
         }
         Fragment::Good {
             kind,
@@ -91,32 +130,34 @@ impl LogReader {
         }
     }
 
-    /// True when some block after the one holding `pos` starts with a valid fragment.
-    fn valid_data_after(&self, pos: usize) -> bool {
-        let mut block = (pos / BLOCK_BYTES + 1) * BLOCK_BYTES;
-        while block < self.data.len() {
-            if matches!(self.fragment_at(block), Fragment::Good { .. }) {
-                return true;
-            }
-            block += BLOCK_BYTES;
-        }
-        false
+    /// True when a byte after `end` is not zero: something was written after
+    /// the damaged fragment, so it was not the last append.
+    fn written_after(&self, end: usize) -> bool {
+        self.data
+            .get(end..)
+            .is_some_and(|rest| rest.iter().any(|&b| b != 0))
     }
 
-    /// Ends reading at a damaged record that starts at `offset` and whose bad
-    /// fragment is at `bad`: only blocks after the bad fragment decide whether
-    /// the damage is a torn tail.
-    fn damaged(&mut self, offset: usize, bad: usize, detail: &'static str) -> Read {
-        let valid_after = self.valid_data_after(bad);
+    /// Ends reading at a damaged record that starts at `offset`; its bad part
+    /// ends at `end`. It is a torn tail only if it was `cut_short` and nothing
+    /// was written after it.
+    fn damaged(
+        &mut self,
+        offset: usize,
+        end: usize,
+        cut_short: bool,
+        detail: &'static str,
+    ) -> Read {
+        let torn = cut_short && !self.written_after(end);
         // Reading stops here either way.
         self.pos = self.data.len();
-        if valid_after {
-            Read::Corrupt {
+        if torn {
+            Read::Torn {
                 offset: offset as u64,
                 detail,
             }
         } else {
-            Read::Torn {
+            Read::Corrupt {
                 offset: offset as u64,
                 detail,
             }
@@ -132,17 +173,24 @@ impl LogReader {
                 Fragment::End => {
                     return match record {
                         None => Read::End,
-                        Some((start, _)) => {
-                            self.damaged(start, pos, "record cut short at the end of the log")
-                        }
+                        Some((start, _)) => self.damaged(
+                            start,
+                            self.data.len(),
+                            true,
+                            "record cut short at the end of the log",
+                        ),
                     };
                 }
                 Fragment::Padding => {
                     self.pos = (pos / BLOCK_BYTES + 1) * BLOCK_BYTES;
                 }
-                Fragment::Bad(detail) => {
+                Fragment::Bad {
+                    detail,
+                    end,
+                    cut_short,
+                } => {
                     let start = record.map_or(pos, |(s, _)| s);
-                    return self.damaged(start, pos, detail);
+                    return self.damaged(start, end, cut_short, detail);
                 }
                 Fragment::Good {
                     kind,
@@ -171,12 +219,18 @@ impl LogReader {
                             };
                         }
                         (_, Some((start, _))) => {
-                            return self.damaged(start, pos, "record interrupted by a new record")
+                            return self.damaged(
+                                start,
+                                next,
+                                false,
+                                "record interrupted by a new record",
+                            )
                         }
                         (_, None) => {
                             return self.damaged(
                                 pos,
-                                pos,
+                                next,
+                                false,
                                 "continuation fragment without a first fragment",
                             )
                         }
