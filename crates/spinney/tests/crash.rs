@@ -572,7 +572,12 @@ fn io_error_in_commit(kind: FaultKind) {
         let tables = open_tables(&db);
         write_acknowledged(&db, &tables, &mut Default::default(), &before);
         let start = fs.mutating_ops();
-        write_acknowledged(&db, &tables, &mut Default::default(), &[failing.clone()]);
+        write_acknowledged(
+            &db,
+            &tables,
+            &mut Default::default(),
+            std::slice::from_ref(&failing),
+        );
         fs.mutating_ops() - start
     };
     assert!(commit_span >= 1);

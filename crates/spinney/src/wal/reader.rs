@@ -50,6 +50,19 @@ enum Fragment<'a> {
     End,
 }
 
+/// True when `crc` is the checksum of `kind` and some prefix of `bytes`.
+/// Linear: the CRC is extended one byte at a time.
+fn checksum_matches_some_prefix(kind: FragmentType, bytes: &[u8], crc: u32) -> bool {
+    let mut running = crate::encoding::crc32c(&[kind as u8]);
+    if running == crc {
+        return true;
+    }
+    bytes.iter().any(|b| {
+        running = crc32c::crc32c_append(running, std::slice::from_ref(b));
+        running == crc
+    })
+}
+
 impl LogReader {
     pub(crate) fn new(data: Vec<u8>) -> LogReader {
         LogReader { data, pos: 0 }
@@ -108,6 +121,17 @@ impl LogReader {
             };
         }
         let Some(payload) = self.data.get(pos + HEADER_BYTES..pos + HEADER_BYTES + len) else {
+            // A write cut short ends the file inside the fragment. But if
+            // some shorter length makes the checksum match, the record was
+            // written whole and its length field is what was damaged.
+            let present = self.data.get(pos + HEADER_BYTES..eof).unwrap_or(&[]);
+            if checksum_matches_some_prefix(kind, present, crc) {
+                return Fragment::Bad {
+                    detail: "fragment length damaged",
+                    end: eof,
+                    cut_short: false,
+                };
+            }
             return Fragment::Bad {
                 detail: "fragment runs past the end of the file",
                 end: eof,
@@ -337,6 +361,37 @@ mod tests {
         let (got, end) = read_all(full);
         assert!(got.is_empty());
         assert!(matches!(end, Read::Corrupt { offset: 0, .. }), "{end:?}");
+    }
+
+    #[test]
+    fn a_flipped_length_in_a_small_log_is_corruption_not_a_torn_tail() {
+        // Goal: a whole record whose length field was damaged so that it
+        // claims to run past the end of the file is not mistaken for an
+        // append cut short (which would silently drop it and what follows).
+        let records: Vec<Vec<u8>> = vec![vec![1; 12], vec![2; 40], vec![3; 9]];
+        let full = write_log(&records);
+        let second = HEADER_BYTES + 12;
+        for (byte, xor) in [(second + 5, 0x01u8), (second + 4, 0x80)] {
+            let mut damaged = full.clone();
+            if let Some(b) = damaged.get_mut(byte) {
+                *b ^= xor;
+            }
+            let (got, end) = read_all(damaged);
+            assert_eq!(got, records.iter().take(1).cloned().collect::<Vec<_>>());
+            assert!(matches!(end, Read::Corrupt { .. }), "byte {byte}: {end:?}");
+        }
+    }
+
+    #[test]
+    fn a_flip_in_the_last_record_is_corruption() {
+        let records: Vec<Vec<u8>> = vec![vec![1; 12], vec![2; 40]];
+        let mut damaged = write_log(&records);
+        let at = damaged.len() - 10;
+        if let Some(b) = damaged.get_mut(at) {
+            *b ^= 0x04;
+        }
+        let (_, end) = read_all(damaged);
+        assert!(matches!(end, Read::Corrupt { .. }), "{end:?}");
     }
 
     #[test]
