@@ -26,8 +26,7 @@ use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, Vers
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
-use crate::lsm::iter::InternalIterator;
-use crate::lsm::table::{file_record, write_merged, DropPolicy, LsmTable};
+use crate::lsm::table::{file_record, write_memtable, LsmTable};
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{manifest_name, parse_current, FileRecord, TableRecord, VersionEdit};
 use crate::options::{Options, WalRecovery};
@@ -326,15 +325,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         let sv = t.super_version();
         let mut version = (*sv.version).clone();
         for imm in &sv.imms {
-            let mut iter = imm.table.iter();
-            iter.seek_to_first();
-            let never = |_: &[u8]| false;
-            let policy = DropPolicy {
-                oldest_snapshot: 0,
-                is_bottom: &never,
-                drop_shadowed: false,
-            };
-            let out = write_merged(&mut iter, &t.sst_options(), u64::MAX, &policy, &mut || {
+            let out = write_memtable(imm, &t.sst_options(), &mut || {
                 let n = next_file_number;
                 next_file_number += 1;
                 Ok((n, fs.create(&dir.join(sst_name(n)))?))

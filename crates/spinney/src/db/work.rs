@@ -13,11 +13,13 @@ use std::sync::Arc;
 
 use super::{sst_name, wal_name, DbInner};
 use crate::error::{Error, Result};
+use crate::fs::WritableFile;
 use crate::lsm::iter::InternalIterator;
 use crate::lsm::level_iter::LevelIter;
 use crate::lsm::merge::MergingIter;
 use crate::lsm::table::{
-    file_record, plan_compaction, write_merged, CompactionPick, DropPolicy, LsmTable,
+    file_record, plan_compaction, write_memtable, write_merged, CompactionPick, DropPolicy,
+    LsmTable, MergeOutput,
 };
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::VersionEdit;
@@ -180,33 +182,9 @@ fn flush_one(db: &DbInner, table: &LsmTable) -> Result<()> {
         return Ok(());
     };
     let flushed_seqno = imm.last_seqno.load(Ordering::Acquire);
-    let mut iter = imm.table.iter();
-    iter.seek_to_first();
-    let never = |_: &[u8]| false;
-    let policy = DropPolicy {
-        oldest_snapshot: 0,
-        is_bottom: &never,
-        drop_shadowed: false,
-    };
-    let mut numbers = Vec::new();
-    let output = write_merged(
-        &mut iter,
-        &table.sst_options(),
-        u64::MAX,
-        &policy,
-        &mut || {
-            let n = db.new_output_number();
-            numbers.push(n);
-            Ok((n, db.fs.create(&db.path(&sst_name(n)))?))
-        },
-    );
-    let output = match output {
-        Ok(o) => o,
-        Err(e) => {
-            release_outputs(db, &numbers);
-            return Err(e);
-        }
-    };
+    let (output, numbers) = with_new_files(db, |new_file| {
+        write_memtable(&imm, &table.sst_options(), new_file)
+    })?;
     let result = (|| {
         db.fs.sync_dir(&db.dir)?;
         // Entries of other tables committed in the same batches as these
@@ -248,6 +226,28 @@ fn flush_one(db: &DbInner, table: &LsmTable) -> Result<()> {
     db.counters.flushes.fetch_add(1, Ordering::Relaxed);
     delete_obsolete_wal(db);
     Ok(())
+}
+
+/// Runs `write` with a maker of new SST files whose numbers are reserved
+/// against the file cleaner. On failure the reservations are released; on
+/// success the caller releases them once the files are installed.
+fn with_new_files(
+    db: &DbInner,
+    write: impl FnOnce(&mut dyn FnMut() -> Result<(u64, Box<dyn WritableFile>)>) -> Result<MergeOutput>,
+) -> Result<(MergeOutput, Vec<u64>)> {
+    let mut numbers = Vec::new();
+    let result = write(&mut || {
+        let n = db.new_output_number();
+        numbers.push(n);
+        Ok((n, db.fs.create(&db.path(&sst_name(n)))?))
+    });
+    match result {
+        Ok(output) => Ok((output, numbers)),
+        Err(e) => {
+            release_outputs(db, &numbers);
+            Err(e)
+        }
+    }
 }
 
 fn release_outputs(db: &DbInner, numbers: &[u64]) {
@@ -302,32 +302,20 @@ pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPi
             is_bottom: &is_bottom,
             drop_shadowed: true,
         };
-        let output = write_merged(
-            &mut merge,
-            &table.sst_options(),
-            table.target_file_bytes(),
-            &policy,
-            &mut || {
-                let n = db.new_output_number();
-                numbers.push(n);
-                Ok((n, db.fs.create(&db.path(&sst_name(n)))?))
-            },
-        );
-        let output = match output {
-            Ok(o) => o,
-            Err(e) => {
-                release_outputs(db, &numbers);
-                return Err(e);
-            }
-        };
+        let (output, reserved) = with_new_files(db, |new_file| {
+            write_merged(
+                &mut merge,
+                &table.sst_options(),
+                table.target_file_bytes(),
+                &policy,
+                new_file,
+            )
+        })?;
+        numbers = reserved;
         db.counters
             .compaction_bytes_read
             .fetch_add(output.bytes_read, Ordering::Relaxed);
         for (number, info) in &output.files {
-            if info.entries == 0 {
-                // Everything was dropped: the empty file is left to the cleaner.
-                continue;
-            }
             db.counters
                 .compaction_bytes_written
                 .fetch_add(info.file_size, Ordering::Relaxed);

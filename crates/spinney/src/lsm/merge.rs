@@ -29,41 +29,27 @@ impl MergingIter {
     }
 
     fn find_smallest(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
-                continue;
-            }
-            best = match best {
-                Some(b)
-                    if compare(c.key(), self.children.get(b).map_or(&[][..], |x| x.key()))
-                        != Ordering::Less =>
-                {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
-        }
-        self.current = best;
+        self.current = self.find_extreme(Ordering::Less);
     }
 
     fn find_largest(&mut self) {
-        let mut best: Option<usize> = None;
+        self.current = self.find_extreme(Ordering::Greater);
+    }
+
+    /// The valid child whose key is furthest in the direction `wanted`
+    /// (Less: the smallest, Greater: the largest).
+    fn find_extreme(&self, wanted: Ordering) -> Option<usize> {
+        let mut best: Option<(usize, &[u8])> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
                 continue;
             }
-            best = match best {
-                Some(b)
-                    if compare(c.key(), self.children.get(b).map_or(&[][..], |x| x.key()))
-                        != Ordering::Greater =>
-                {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
+            let key = c.key();
+            if best.is_none_or(|(_, b)| compare(key, b) == wanted) {
+                best = Some((i, key));
+            }
         }
-        self.current = best;
+        best.map(|(i, _)| i)
     }
 
     fn current(&self) -> Option<&dyn InternalIterator> {

@@ -374,15 +374,28 @@ pub(crate) fn write_merged(
         iter.next();
     }
     iter.status()?;
+    // A builder exists only once an entry was added, so no output is empty.
     if let Some((number, b)) = builder.take() {
-        if b.entries() > 0 {
-            out.files.push((number, b.finish()?));
-        } else {
-            // Nothing was added; finishing writes an empty but valid file.
-            out.files.push((number, b.finish()?));
-        }
+        out.files.push((number, b.finish()?));
     }
     Ok(out)
+}
+
+/// Writes every entry of a frozen memtable, all versions kept, to one SST.
+pub(crate) fn write_memtable(
+    mem: &Mem,
+    options: &SstOptions,
+    new_file: &mut dyn FnMut() -> Result<(u64, Box<dyn WritableFile>)>,
+) -> Result<MergeOutput> {
+    let mut iter = mem.table.iter();
+    iter.seek_to_first();
+    let never = |_: &[u8]| false;
+    let keep_all = DropPolicy {
+        oldest_snapshot: 0,
+        is_bottom: &never,
+        drop_shadowed: false,
+    };
+    write_merged(&mut iter, options, u64::MAX, &keep_all, new_file)
 }
 
 /// The manifest record of a finished SST.
