@@ -173,6 +173,8 @@ impl SstBuilder {
         self.offset + self.data_block.size_estimate() as u64
     }
 
+    /// Entries added so far.
+    #[cfg(test)]
     pub(crate) fn entries(&self) -> u64 {
         self.properties.entries
     }
