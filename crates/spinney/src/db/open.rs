@@ -26,6 +26,7 @@ use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, Vers
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
+use crate::lsm::key::SEQNO_MAX;
 use crate::lsm::table::{file_record, write_memtable, LsmTable};
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{manifest_name, parse_current, FileRecord, TableRecord, VersionEdit};
@@ -278,6 +279,17 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                         }
                         Err(e) => return Err(e),
                     };
+                    let in_range = batch
+                        .seqno_first
+                        .checked_add(u64::from(batch.count))
+                        .is_some_and(|end| batch.seqno_first > 0 && end <= SEQNO_MAX);
+                    if !in_range {
+                        return Err(Error::corruption(
+                            &path,
+                            offset,
+                            "batch seqnos outside the valid range",
+                        ));
+                    }
                     let mut seqno = batch.seqno_first;
                     for entry in batch.entries() {
                         let entry = entry.map_err(|e| e.corruption(&path, offset))?;
@@ -449,4 +461,42 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: Mutex::new(BTreeMap::new()),
         counters: Counters::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::OsFs;
+    use crate::lsm::key::Kind;
+    use crate::wal::batch::BatchRep;
+
+    #[test]
+    fn a_well_framed_batch_with_seqnos_out_of_range_is_corruption_not_a_panic() {
+        // Goal: bytes with a valid checksum can still be wrong; a batch whose
+        // seqnos pass the 56-bit limit must be refused, not fed to a memtable.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::Db::open(dir.path(), Options::default()).expect("open");
+        db.create_table("t", crate::TableOptions::default())
+            .expect("table");
+        db.close().expect("close");
+        let mut rep = BatchRep::default();
+        rep.push(Kind::Put, 0, b"k", b"v");
+        rep.push(Kind::Put, 0, b"k2", b"v");
+        let fs = OsFs::new();
+        let mut w = LogWriter::new(
+            fs.create(&dir.path().join(wal_name(999_999)))
+                .expect("create"),
+        );
+        w.add_record(rep.encode(SEQNO_MAX)).expect("append");
+        w.sync().expect("sync");
+        drop(w);
+        match crate::Db::open(dir.path(), Options::default()) {
+            Err(Error::Corruption { file, detail, .. }) => {
+                assert!(file.ends_with(wal_name(999_999)), "{file:?}");
+                assert!(detail.contains("seqnos"), "{detail}");
+            }
+            Err(other) => panic!("wrong error: {other}"),
+            Ok(_) => panic!("opened a log with impossible seqnos"),
+        }
+    }
 }
