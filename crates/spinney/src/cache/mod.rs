@@ -93,7 +93,10 @@ impl Cache {
     }
 
     fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
-        let h = xxhash_rust::xxh3::xxh3_64(&[key.0.to_le_bytes(), key.1.to_le_bytes()].concat());
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&key.0.to_le_bytes());
+        bytes[8..].copy_from_slice(&key.1.to_le_bytes());
+        let h = xxhash_rust::xxh3::xxh3_64(&bytes);
         let index = (h >> (64 - SHARD_BITS)) as usize;
 
         // index < SHARDS: it is the top SHARD_BITS bits of the hash.

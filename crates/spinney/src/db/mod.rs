@@ -72,8 +72,6 @@ pub(crate) struct Wal {
     pub last_seqno: u64,
     /// Every record up to this seqno has been synced.
     pub synced_seqno: u64,
-    /// Every record up to this seqno has reached the OS.
-    pub flushed_seqno: u64,
 }
 
 pub(crate) struct VersionSet {
@@ -443,7 +441,6 @@ impl Db {
             return Err(e);
         }
         wal.synced_seqno = last;
-        wal.flushed_seqno = last;
         drop(wal);
         self.inner.lock.lock().take();
         Ok(())

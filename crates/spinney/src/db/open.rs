@@ -298,7 +298,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                                 if t.memtable_full() {
                                     t.freeze_memtable();
                                 }
-                                t.apply(seqno, entry.kind, entry.key, entry.value);
+                                t.active_mem()
+                                    .add(seqno, entry.kind, entry.key, entry.value);
                             }
                         }
                         seqno += 1;
@@ -437,7 +438,6 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         closed: Vec::new(),
         last_seqno,
         synced_seqno: last_seqno,
-        flushed_seqno: last_seqno,
     };
     Ok(DbInner {
         id: super::NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),

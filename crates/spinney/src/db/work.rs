@@ -170,7 +170,6 @@ fn sync_wal_to(db: &DbInner, seqno: u64) -> Result<()> {
         return Err(e);
     }
     wal.synced_seqno = last;
-    wal.flushed_seqno = last;
     db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }

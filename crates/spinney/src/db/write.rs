@@ -20,7 +20,7 @@ use super::{wal_name, DbInner, Segment};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::limits::{IMMUTABLE_MEMTABLES_MAX, L0_STOP_WRITES};
-use crate::lsm::table::LsmTable;
+use crate::lsm::table::{LsmTable, Mem};
 use crate::options::{Durability, WriteOptions};
 use crate::wal::writer::LogWriter;
 
@@ -175,12 +175,10 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
                 Durability::Full => {
                     wal.writer.sync()?;
                     wal.synced_seqno = seqno;
-                    wal.flushed_seqno = seqno;
                     db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
                 }
                 Durability::Normal => {
                     wal.writer.flush()?;
-                    wal.flushed_seqno = seqno;
                 }
                 Durability::Off => {}
             }
@@ -197,15 +195,17 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
         }
     }
 
-    // Apply to the memtables, then publish.
+    // Apply to the memtables, then publish. Room was made above, so no
+    // memtable is frozen while the group is applied.
+    let mems: Vec<(u32, Arc<Mem>)> = tables.iter().map(|t| (t.id, t.active_mem())).collect();
     let mut s = first_seqno;
     for (b, r) in batches.iter().zip(&results) {
         let (Some(b), Ok(())) = (b, r) else { continue };
         for entry in b.rep.entries() {
             // The batch was encoded by this process; decoding it cannot fail.
             let Ok(entry) = entry else { break };
-            if let Some(t) = b.tables.iter().find(|t| t.id == entry.table_id) {
-                t.apply(s, entry.kind, entry.key, entry.value);
+            if let Some((_, mem)) = mems.iter().find(|(id, _)| *id == entry.table_id) {
+                mem.add(s, entry.kind, entry.key, entry.value);
             }
             s += 1;
         }
@@ -226,7 +226,6 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
 pub(crate) fn roll_segment(db: &DbInner, wal: &mut super::Wal) -> Result<()> {
     wal.writer.sync()?;
     wal.synced_seqno = wal.last_seqno;
-    wal.flushed_seqno = wal.last_seqno;
     let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
     let file = db.fs.create(&db.path(&wal_name(number)))?;
     db.fs.sync_dir(&db.dir)?;

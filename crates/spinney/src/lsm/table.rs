@@ -47,6 +47,15 @@ impl Mem {
     pub(crate) fn is_empty(&self) -> bool {
         self.first_seqno.load(Ordering::Acquire) == u64::MAX
     }
+
+    /// Adds an entry. Callers serialise adds (the commit leader, recovery).
+    pub(crate) fn add(&self, seqno: u64, kind: Kind, user_key: &[u8], value: &[u8]) {
+        self.table.add(seqno, kind, user_key, value);
+        self.last_seqno.store(seqno, Ordering::Release);
+        if self.first_seqno.load(Ordering::Relaxed) == u64::MAX {
+            self.first_seqno.store(seqno, Ordering::Release);
+        }
+    }
 }
 
 /// What a reader needs to read a table at one moment.
@@ -112,16 +121,10 @@ impl LsmTable {
         Arc::clone(&self.sv.lock())
     }
 
-    /// Adds an entry to the active memtable. Only the commit leader calls it.
-    pub(crate) fn apply(&self, seqno: u64, kind: Kind, user_key: &[u8], value: &[u8]) {
-        let sv = self.sv.lock();
-        let mem = Arc::clone(&sv.mem);
-        drop(sv);
-        mem.table.add(seqno, kind, user_key, value);
-        mem.last_seqno.store(seqno, Ordering::Release);
-        if mem.first_seqno.load(Ordering::Relaxed) == u64::MAX {
-            mem.first_seqno.store(seqno, Ordering::Release);
-        }
+    /// The active memtable. Only the commit leader (and recovery) adds to it,
+    /// and only the leader freezes it, so the leader may hold it for a group.
+    pub(crate) fn active_mem(&self) -> Arc<Mem> {
+        Arc::clone(&self.sv.lock().mem)
     }
 
     /// True when the active memtable has reached the write buffer size.
