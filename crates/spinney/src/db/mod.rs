@@ -6,9 +6,9 @@
 //! a table's `SuperVersion` and read without locks; one background worker
 //! flushes and compacts (`work.rs`).
 //!
-//! Lock order, to stay free of deadlocks: `writers` → `bg` → `vs` → `wal`
-//! → a table's super-version lock; a thread holding a later lock never takes
-//! an earlier one.
+//! Lock order, to stay free of deadlocks: `writers` → `commit` → `bg` → `vs`
+//! → `wal` → a table's super-version lock; a thread holding a later lock
+//! never takes an earlier one.
 
 mod open;
 mod stats;
@@ -126,6 +126,10 @@ pub(crate) struct DbInner {
     /// The last seqno whose batch is wholly in the memtables: reads see up to here.
     pub visible_seqno: AtomicU64,
     pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
+    /// Held by the commit leader for a whole group, and by anyone else who
+    /// freezes a memtable: a memtable is never frozen while entries are
+    /// being added to it.
+    pub commit: Mutex<()>,
     pub wal: Mutex<Wal>,
     pub vs: Mutex<VersionSet>,
     pub bg: Mutex<BgState>,

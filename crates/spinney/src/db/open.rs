@@ -450,6 +450,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         next_file_number: AtomicU64::new(next_file_number),
         visible_seqno: AtomicU64::new(last_seqno),
         writers: Mutex::new(VecDeque::new()),
+        commit: Mutex::new(()),
         wal: Mutex::new(wal),
         vs: Mutex::new(vs),
         bg: Mutex::new(BgState::default()),

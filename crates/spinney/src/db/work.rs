@@ -136,9 +136,9 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
 /// caller's thread.
 pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Result<()> {
     // Freezing the active memtable must not race with the commit leader,
-    // which is the only other thread that touches it: hold the writer queue.
+    // which adds to it while holding the commit lock.
     {
-        let _writers = db.writers.lock();
+        let _commit = db.commit.lock();
         table.freeze_memtable();
     }
     acquire_table(db, table)?;

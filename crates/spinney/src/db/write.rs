@@ -79,7 +79,10 @@ pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions)
     }
     drop(queue);
 
-    let results = commit_group(db, &group);
+    let results = {
+        let _commit = db.commit.lock();
+        commit_group(db, &group)
+    };
 
     let mut queue = db.writers.lock();
     let mut own = Ok(());
