@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use spinney::{Compression, Db, Options, ReadOptions, TableKind, TableOptions};
+use spinney::{CompactionOptions, Compression, Db, Options, ReadOptions, TableKind, TableOptions};
 
 #[derive(Parser)]
 #[command(name = "spinney", version, about = "Inspect and use spinney databases")]
@@ -30,6 +30,12 @@ struct Cli {
 enum KindArg {
     Lsm,
     Btree,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CompactionArg {
+    Leveled,
+    Tiered,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -57,6 +63,22 @@ enum Command {
         /// Memtable size before a flush, in bytes.
         #[arg(long, default_value_t = 8 << 20)]
         write_buffer_size: usize,
+        /// Compaction style of an LSM table.
+        #[arg(long, value_enum, default_value = "leveled")]
+        compaction: CompactionArg,
+        /// L0 runs (tiered: sorted runs) that start a compaction.
+        #[arg(long, default_value_t = 4)]
+        l0_trigger: u32,
+        /// Leveled: size ratio between adjacent levels.
+        #[arg(long, default_value_t = 10)]
+        fanout: u32,
+        /// Leveled: compaction output files are cut near this size, in bytes.
+        #[arg(long, default_value_t = 8 << 20)]
+        target_file_size: u64,
+        /// Leveled: fixed level targets from L1 down instead of sizing the
+        /// levels from the last one up.
+        #[arg(long)]
+        static_levels: bool,
     },
     /// List the tables.
     Tables,
@@ -98,17 +120,33 @@ enum Command {
     },
     /// Flush every table's memtables to files.
     Flush,
-    /// Merge all of a table's files into its last level.
+    /// Compact a level into the one below it, or everything into the last level.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["level", "all"])))]
     Compact {
         table: String,
-        /// Everything into the last level (the only form for now).
-        #[arg(long, default_value_t = true)]
+        /// Compact this level into the level below it (0: L0 into the level L0 compacts into).
+        #[arg(long)]
+        level: Option<usize>,
+        /// Flush, then merge every file into one sorted run in the last level.
+        #[arg(long)]
         all: bool,
+    },
+    /// Print a table's shape: memtables, L0 runs, each level's files and bytes.
+    Shape {
+        table: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Read and check every file; exit non-zero on corruption.
     Verify,
-    /// Print counters and the shape of every table.
-    Stats,
+    /// Print counters, and per table the level table (files, bytes, score,
+    /// compaction reads and writes, write amplification) and bloom figures.
+    Stats {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Decode any spinney file (SST, WAL segment, MANIFEST, CURRENT).
     Dump { file: PathBuf },
 }
@@ -178,6 +216,14 @@ fn write_out(out: &mut impl Write, line: std::fmt::Arguments<'_>) -> Result<(), 
     }
 }
 
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
+    serde_json::to_string_pretty(value).map_err(|e| {
+        Failure::Error(spinney::Error::InvalidArgument(format!(
+            "JSON output failed: {e}"
+        )))
+    })
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     let hex = cli.hex;
     if let Command::Dump { file } = &cli.command {
@@ -206,7 +252,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
             bloom_bits,
             block_size,
             write_buffer_size,
+            compaction,
+            l0_trigger,
+            fanout,
+            target_file_size,
+            static_levels,
         } => {
+            let mut c = match compaction {
+                CompactionArg::Leveled => CompactionOptions::leveled(),
+                CompactionArg::Tiered => CompactionOptions::tiered(),
+            };
+            c.l0_trigger = l0_trigger;
+            c.fanout = fanout;
+            c.target_file_size = target_file_size;
+            c.dynamic_level_bytes = !static_levels;
             let options = TableOptions {
                 kind: match kind {
                     KindArg::Lsm => TableKind::Lsm,
@@ -220,6 +279,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 bloom_bits_per_key: bloom_bits,
                 block_size,
                 write_buffer_size,
+                compaction: c,
             };
             db.create_table(&table, options)?;
         }
@@ -341,7 +401,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Flush => db.flush()?,
-        Command::Compact { table, all: _ } => db.table(&table)?.compact_all()?,
+        Command::Compact { table, level, all } => {
+            let t = db.table(&table)?;
+            match (level, all) {
+                (_, true) => t.compact_all()?,
+                (Some(n), false) => t.compact_level(n)?,
+                (None, false) => return Err(Failure::Usage("give --level N or --all".into())),
+            }
+        }
+        Command::Shape { table, json } => {
+            let shape = db.table(&table)?.shape()?;
+            if json {
+                write_out(&mut out, format_args!("{}\n", to_json(&shape)?))?;
+            } else {
+                write_out(&mut out, format_args!("{shape}"))?;
+            }
+        }
         Command::Verify => {
             let entries = db.verify()?;
             write_out(
@@ -352,7 +427,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ),
             )?;
         }
-        Command::Stats => write_out(&mut out, format_args!("{}", db.stats()))?,
+        Command::Stats { json } => {
+            let stats = db.stats();
+            if json {
+                write_out(&mut out, format_args!("{}\n", to_json(&stats)?))?;
+            } else {
+                write_out(&mut out, format_args!("{stats}"))?;
+            }
+        }
         Command::Dump { .. } => {}
     }
     drop(out);

@@ -47,12 +47,14 @@ pub(crate) mod wal;
 pub use batch::WriteBatch;
 pub use cache::CacheStats;
 pub use db::{
-    Cursor, Db, LevelStats, Range, ReadOptions, Snapshot, Stats, Table, TableInfo, TableStats,
+    Cursor, Db, LevelStats, Range, ReadOptions, Shape, ShapeLevel, Snapshot, Stats, Table,
+    TableInfo, TableStats, WorkDone,
 };
 pub use dump::dump;
 pub use error::{Error, Result};
 pub use options::{
-    Compression, Durability, Options, TableKind, TableOptions, WalRecovery, WriteOptions,
+    Backpressure, CompactionOptions, CompactionStyle, Compression, Durability, Options, TableKind,
+    TableOptions, WalRecovery, WriteOptions,
 };
 
 /// Thin public wrappers over internal types, for the criterion benches only.

@@ -49,15 +49,19 @@ pub const SST_BLOCK_BYTES_MAX: u64 = 1 << 30;
 /// Largest manifest record; bounds the allocation a corrupt length can cause.
 pub const MANIFEST_RECORD_BYTES_MAX: usize = 64 << 20;
 
-/// Number of immutable memtables per table before writers must wait for a
-/// flush. Bounds memory when flushing is slower than writing.
-pub const IMMUTABLE_MEMTABLES_MAX: usize = 4;
+/// Largest L0 compaction trigger. Every L0 run is searched by every read;
+/// beyond this a table is not an LSM tree a reader can afford.
+pub const L0_TRIGGER_MAX: u32 = 64;
 
-/// Sorted runs in L0 before a compaction of L0 into L1 is scheduled.
-pub const L0_COMPACTION_TRIGGER: usize = 4;
+/// Largest level fanout.
+pub const FANOUT_MAX: u32 = 1000;
 
-/// Sorted runs in L0 at which writers to that table wait for compaction.
-pub const L0_STOP_WRITES: usize = 20;
+/// Largest compaction output file target (a file's index and filter are
+/// held in memory while it is open).
+pub const TARGET_FILE_BYTES_MAX: u64 = 4 << 30;
+
+/// Most background threads.
+pub const BACKGROUND_THREADS_MAX: usize = 64;
 
 /// Number of levels of an LSM table, L0 included.
 pub const LSM_LEVELS: usize = 7;
@@ -65,5 +69,4 @@ pub const LSM_LEVELS: usize = 7;
 const _: () = assert!(KEY_BYTES_MAX + VALUE_BYTES_MAX < BATCH_BYTES_MAX);
 const _: () = assert!(BLOCK_BYTES_MIN < BLOCK_BYTES_MAX);
 const _: () = assert!(WRITE_BUFFER_BYTES_MIN < WRITE_BUFFER_BYTES_MAX);
-const _: () = assert!(L0_COMPACTION_TRIGGER < L0_STOP_WRITES);
 const _: () = assert!(VALUE_BYTES_MAX as u64 + KEY_BYTES_MAX as u64 * 2 < SST_BLOCK_BYTES_MAX);

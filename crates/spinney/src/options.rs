@@ -83,6 +83,167 @@ pub enum WalRecovery {
     PointInTime,
 }
 
+/// How an LSM table merges its sorted runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CompactionStyle {
+    /// L0 holds overlapping sorted runs; each deeper level is one sorted run
+    /// `fanout` times larger than the one above. Few runs to search, more
+    /// rewriting (RocksDB's and LevelDB's default).
+    #[default]
+    Leveled,
+    /// Sorted runs of similar size are merged together into a larger run
+    /// (size-tiered, as WiredTiger's LSM and Cassandra's STCS do). Fewer
+    /// rewrites, more runs to search.
+    Tiered,
+}
+
+impl CompactionStyle {
+    /// The lowercase name ("leveled", "tiered").
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionStyle::Leveled => "leveled",
+            CompactionStyle::Tiered => "tiered",
+        }
+    }
+}
+
+/// How an LSM table compacts. Part of the table's options, kept in the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionOptions {
+    /// Leveled or tiered.
+    pub style: CompactionStyle,
+    /// Leveled: L0 runs that start a compaction into the first level below.
+    /// Tiered: sorted runs that start a merge.
+    pub l0_trigger: u32,
+    /// Leveled: each level's target size is this many times the one above.
+    pub fanout: u32,
+    /// Leveled: target size of the first level below L0, in bytes.
+    pub level_base_bytes: u64,
+    /// Leveled: size the levels from the last one up (RocksDB's
+    /// `level_compaction_dynamic_level_bytes`): the last level's size decides
+    /// the targets of the others, and L0 compacts into the highest level
+    /// whose target reaches `level_base_bytes / fanout`; the levels above it
+    /// stay empty. Keeps the space overhead near `1 / fanout`.
+    pub dynamic_level_bytes: bool,
+    /// Leveled: compaction output files are cut near this size, in bytes.
+    pub target_file_size: u64,
+    /// Tiered: a run joins a merge when it is at most this many percent
+    /// larger than the runs before it together (RocksDB's universal
+    /// `size_ratio`).
+    pub size_ratio_percent: u32,
+    /// Tiered: fewest runs merged by a size-ratio merge.
+    pub min_merge_width: u32,
+    /// Tiered: most runs merged by a size-ratio merge.
+    pub max_merge_width: u32,
+    /// Tiered: when the runs other than the oldest exceed this many percent
+    /// of the oldest, every run is merged into one (bounds space amplification).
+    pub max_size_amplification_percent: u32,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions::leveled()
+    }
+}
+
+impl CompactionOptions {
+    /// Leveled defaults: L0 trigger 4, fanout 10, 64 MiB base level, dynamic
+    /// level sizing, 8 MiB files.
+    pub fn leveled() -> Self {
+        CompactionOptions {
+            style: CompactionStyle::Leveled,
+            l0_trigger: 4,
+            fanout: 10,
+            level_base_bytes: 64 << 20,
+            dynamic_level_bytes: true,
+            target_file_size: 8 << 20,
+            size_ratio_percent: 1,
+            min_merge_width: 2,
+            max_merge_width: 32,
+            max_size_amplification_percent: 200,
+        }
+    }
+
+    /// Tiered defaults: merge at 4 runs, size ratio 1%, widths 2 to 32,
+    /// full merge past 200% space amplification.
+    pub fn tiered() -> Self {
+        CompactionOptions {
+            style: CompactionStyle::Tiered,
+            ..CompactionOptions::leveled()
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let check = |ok: bool, what: String| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(what))
+            }
+        };
+        check(
+            (1..=limits::L0_TRIGGER_MAX).contains(&self.l0_trigger),
+            format!(
+                "l0_trigger {} is outside 1..={}",
+                self.l0_trigger,
+                limits::L0_TRIGGER_MAX
+            ),
+        )?;
+        check(
+            (2..=limits::FANOUT_MAX).contains(&self.fanout),
+            format!(
+                "fanout {} is outside 2..={}",
+                self.fanout,
+                limits::FANOUT_MAX
+            ),
+        )?;
+        check(
+            self.level_base_bytes >= limits::WRITE_BUFFER_BYTES_MIN as u64,
+            format!(
+                "level_base_bytes {} is below {}",
+                self.level_base_bytes,
+                limits::WRITE_BUFFER_BYTES_MIN
+            ),
+        )?;
+        check(
+            (limits::WRITE_BUFFER_BYTES_MIN as u64..=limits::TARGET_FILE_BYTES_MAX)
+                .contains(&self.target_file_size),
+            format!(
+                "target_file_size {} is outside {}..={}",
+                self.target_file_size,
+                limits::WRITE_BUFFER_BYTES_MIN,
+                limits::TARGET_FILE_BYTES_MAX
+            ),
+        )?;
+        check(
+            self.size_ratio_percent <= 10_000,
+            format!(
+                "size_ratio_percent {} is above 10000",
+                self.size_ratio_percent
+            ),
+        )?;
+        check(
+            2 <= self.min_merge_width && self.min_merge_width <= self.max_merge_width,
+            format!(
+                "merge widths {}..={} must satisfy 2 <= min <= max",
+                self.min_merge_width, self.max_merge_width
+            ),
+        )?;
+        check(
+            self.max_merge_width <= limits::L0_TRIGGER_MAX * 4,
+            format!(
+                "max_merge_width {} is above {}",
+                self.max_merge_width,
+                limits::L0_TRIGGER_MAX * 4
+            ),
+        )?;
+        check(
+            self.max_size_amplification_percent >= 1,
+            "max_size_amplification_percent must be at least 1".to_string(),
+        )
+    }
+}
+
 /// Options of one table, fixed when it is created and kept in the catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableOptions {
@@ -97,6 +258,8 @@ pub struct TableOptions {
     pub block_size: usize,
     /// Size a memtable grows to before it is frozen and flushed, in bytes.
     pub write_buffer_size: usize,
+    /// How the table compacts (LSM tables).
+    pub compaction: CompactionOptions,
 }
 
 impl Default for TableOptions {
@@ -107,14 +270,23 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10,
             block_size: 4096,
             write_buffer_size: 8 << 20,
+            compaction: CompactionOptions::leveled(),
         }
     }
 }
 
 impl TableOptions {
-    /// Defaults for an LSM table.
+    /// Defaults for an LSM table with leveled compaction.
     pub fn lsm() -> Self {
         TableOptions::default()
+    }
+
+    /// Defaults for an LSM table with tiered compaction.
+    pub fn tiered() -> Self {
+        TableOptions {
+            compaction: CompactionOptions::tiered(),
+            ..TableOptions::default()
+        }
     }
 
     /// Checks every field against `limits`.
@@ -144,6 +316,61 @@ impl TableOptions {
                 limits::WRITE_BUFFER_BYTES_MAX
             )));
         }
+        self.compaction.validate()
+    }
+}
+
+/// When writers to an LSM table slow down and when they wait, so that memory
+/// and read cost stay bounded while background work is behind. Each
+/// threshold is per table. Stalls are counted in `Stats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backpressure {
+    /// Writers wait while a table has this many frozen memtables and a full
+    /// active one (memory is then bounded by `max_immutable_memtables + 1`
+    /// write buffers per table).
+    pub max_immutable_memtables: usize,
+    /// Each commit group waits 1 ms while a table has this many L0 runs.
+    pub l0_slowdown_runs: usize,
+    /// Writers wait while a table has this many L0 runs.
+    pub l0_stop_runs: usize,
+    /// Each commit group waits 1 ms while a table's estimated pending
+    /// compaction bytes pass this.
+    pub pending_compaction_slowdown_bytes: u64,
+    /// Writers wait while a table's estimated pending compaction bytes pass this.
+    pub pending_compaction_stop_bytes: u64,
+}
+
+impl Default for Backpressure {
+    fn default() -> Self {
+        Backpressure {
+            max_immutable_memtables: 4,
+            l0_slowdown_runs: 20,
+            l0_stop_runs: 36,
+            pending_compaction_slowdown_bytes: 64 << 30,
+            pending_compaction_stop_bytes: 256 << 30,
+        }
+    }
+}
+
+impl Backpressure {
+    fn validate(&self) -> Result<()> {
+        if self.max_immutable_memtables == 0 {
+            return Err(Error::invalid(
+                "backpressure.max_immutable_memtables must be at least 1",
+            ));
+        }
+        if self.l0_slowdown_runs == 0 || self.l0_slowdown_runs > self.l0_stop_runs {
+            return Err(Error::invalid(format!(
+                "backpressure: l0_slowdown_runs {} must be at least 1 and at most l0_stop_runs {}",
+                self.l0_slowdown_runs, self.l0_stop_runs
+            )));
+        }
+        if self.pending_compaction_slowdown_bytes > self.pending_compaction_stop_bytes {
+            return Err(Error::invalid(format!(
+                "backpressure: pending_compaction_slowdown_bytes {} is above pending_compaction_stop_bytes {}",
+                self.pending_compaction_slowdown_bytes, self.pending_compaction_stop_bytes
+            )));
+        }
         Ok(())
     }
 }
@@ -163,6 +390,17 @@ pub struct Options {
     pub wal_recovery: WalRecovery,
     /// A log segment is closed and a new one begun past this size.
     pub wal_segment_size: u64,
+    /// Threads that run flushes and compactions. With 0, no thread is
+    /// started: the work is done by writers (`autowork`) or by the
+    /// application through `Db::work`.
+    pub background_threads: usize,
+    /// With `background_threads == 0`: a writer whose commit leaves work
+    /// pending does it before returning (SQLite4 LSM's autowork). With
+    /// `false`, the application calls `Db::work`; a writer that would
+    /// otherwise wait for work that no thread is doing does one job itself.
+    pub autowork: bool,
+    /// When writers slow down and wait.
+    pub backpressure: Backpressure,
     /// The file system. `OsFs` unless a test injects faults.
     pub fs: Arc<dyn Fs>,
 }
@@ -176,6 +414,9 @@ impl fmt::Debug for Options {
             .field("cache_size", &self.cache_size)
             .field("wal_recovery", &self.wal_recovery)
             .field("wal_segment_size", &self.wal_segment_size)
+            .field("background_threads", &self.background_threads)
+            .field("autowork", &self.autowork)
+            .field("backpressure", &self.backpressure)
             .field("fs", &self.fs)
             .finish()
     }
@@ -190,6 +431,9 @@ impl Default for Options {
             cache_size: 64 << 20,
             wal_recovery: WalRecovery::TornTailOnly,
             wal_segment_size: limits::WAL_SEGMENT_BYTES_DEFAULT,
+            background_threads: 2,
+            autowork: true,
+            backpressure: Backpressure::default(),
             fs: Arc::new(OsFs::new()),
         }
     }
@@ -204,7 +448,14 @@ impl Options {
                 limits::WAL_BLOCK_BYTES
             )));
         }
-        Ok(())
+        if self.background_threads > limits::BACKGROUND_THREADS_MAX {
+            return Err(Error::invalid(format!(
+                "background_threads {} is above the limit of {}",
+                self.background_threads,
+                limits::BACKGROUND_THREADS_MAX
+            )));
+        }
+        self.backpressure.validate()
     }
 }
 

@@ -31,6 +31,7 @@ pub(crate) type CacheKey = (u64, u64);
 
 /// Hit and miss counters of the cache.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CacheStats {
     /// Lookups that found their block.
     pub hits: u64,

@@ -24,13 +24,15 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use stats::{LevelStats, Stats, TableStats};
+pub use stats::{LevelStats, Shape, ShapeLevel, Stats, TableStats};
+pub use work::WorkDone;
 
 use crate::batch::WriteBatch;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, Fs};
 use crate::limits;
+use crate::lsm::compaction;
 use crate::lsm::cursor::LsmCursor;
 use crate::lsm::table::LsmTable;
 use crate::lsm::version::Version;
@@ -93,6 +95,8 @@ impl VersionSet {
 #[derive(Default)]
 pub(crate) struct BgState {
     pub shutdown: bool,
+    /// Jobs running now, in any thread.
+    pub running: usize,
 }
 
 #[derive(Default)]
@@ -107,8 +111,10 @@ pub(crate) struct Counters {
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub trivial_moves: AtomicU64,
-    pub stalls: AtomicU64,
-    pub stall_micros: AtomicU64,
+    pub slowdowns: AtomicU64,
+    pub slowdown_micros: AtomicU64,
+    pub stops: AtomicU64,
+    pub stop_micros: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -222,7 +228,8 @@ impl DbInner {
 /// ```
 pub struct Db {
     inner: Arc<DbInner>,
-    worker: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
+    shut: bool,
 }
 
 /// A table's name, kind and options, as the catalog records them.
@@ -239,16 +246,22 @@ impl Db {
     /// and recovers what the log holds. `Error::Locked` if another `Db` has it
     /// open.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let threads = options.background_threads;
         let inner = Arc::new(open::open(path.as_ref(), options)?);
-        let worker_inner = Arc::clone(&inner);
-        let worker = std::thread::Builder::new()
-            .name("spinney-bg".into())
-            .spawn(move || work::background_loop(&worker_inner))
-            .map_err(|e| Error::io("spawn background thread", path.as_ref(), e))?;
-        Ok(Db {
+        let mut db = Db {
             inner,
-            worker: Some(worker),
-        })
+            workers: Vec::new(),
+            shut: false,
+        };
+        for i in 0..threads {
+            let worker_inner = Arc::clone(&db.inner);
+            let worker = std::thread::Builder::new()
+                .name(format!("spinney-bg-{i}"))
+                .spawn(move || work::background_loop(&worker_inner))
+                .map_err(|e| Error::io("spawn background thread", path.as_ref(), e))?;
+            db.workers.push(worker);
+        }
+        Ok(db)
     }
 
     /// Creates a table. `Error::TableExists` if the name is taken.
@@ -344,7 +357,7 @@ impl Db {
         let inner = &self.inner;
         inner.check_writable()?;
         let table = inner.table(name)?;
-        work::acquire_table(inner, &table)?;
+        work::begin_drop(inner, &table)?;
         let mut vs = inner.vs.lock();
         let edit = VersionEdit {
             dropped: vec![table.id],
@@ -356,7 +369,7 @@ impl Db {
             table.dropped.store(true, Ordering::Release);
         }
         drop(vs);
-        work::release_table(inner, &table);
+        work::end_drop(inner, &table);
         if let Err(e) = logged {
             inner.poison(format!("writing the manifest failed: {e}"));
             return Err(e);
@@ -390,9 +403,20 @@ impl Db {
         Ok(())
     }
 
-    /// Blocks until no flush or compaction is pending.
+    /// Blocks until no flush or compaction is pending or running. With
+    /// `background_threads = 0`, the calling thread does the work.
     pub fn wait_for_compaction(&self) -> Result<()> {
         work::wait_idle(&self.inner)
+    }
+
+    /// Runs pending flushes and compactions in the calling thread until
+    /// about `budget` bytes are written or nothing is left to do (a job is
+    /// never split, so one job may pass the budget). For applications that
+    /// open with `background_threads = 0` and drive the work themselves,
+    /// for instance from a thread of their own (SQLite4 LSM's `lsm_work`).
+    pub fn work(&self, budget: u64) -> Result<WorkDone> {
+        self.inner.check_open()?;
+        work::work(&self.inner, budget)
     }
 
     /// Counters, per-table shapes, cache and I/O figures.
@@ -418,16 +442,26 @@ impl Db {
     }
 
     fn shutdown(&mut self) -> Result<()> {
-        let Some(worker) = self.worker.take() else {
+        if std::mem::replace(&mut self.shut, true) {
             return Ok(());
-        };
+        }
         {
             let mut bg = self.inner.bg.lock();
             bg.shutdown = true;
             self.inner.bg_work.notify_all();
             self.inner.bg_done.notify_all();
         }
-        let _ = worker.join();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        // Jobs run by other threads (autowork, `work`) end at their next
+        // boundary; wait for them before the lock is released.
+        {
+            let mut bg = self.inner.bg.lock();
+            while bg.running > 0 {
+                self.inner.bg_done.wait(&mut bg);
+            }
+        }
         // Let queued writers finish, then refuse new ones.
         let writers = self.inner.writers.lock();
         self.inner.closed.store(true, Ordering::Release);
@@ -582,11 +616,35 @@ impl Table {
         work::flush_table_now(&self.db, &self.core)
     }
 
-    /// Flushes, then merges every file into the last level, dropping deleted
-    /// and overwritten entries that no snapshot can see.
+    /// Flushes, then merges every file into one sorted run in the last
+    /// level, dropping deleted and overwritten entries that no snapshot can
+    /// see.
     pub fn compact_all(&self) -> Result<()> {
         self.flush()?;
-        work::compact_all(&self.db, &self.core)
+        work::compact_manual(&self.db, &self.core, work::Manual::All)
+    }
+
+    /// Compacts every file of `level` into the level below it, and waits
+    /// for it. For L0 of a leveled table that is the level L0 compacts into
+    /// (L1, or with dynamic level sizing the highest level in use); for
+    /// tiered tables and deeper levels, `level + 1`. Does nothing when the
+    /// level is empty. The memtables are not flushed (see `flush`).
+    pub fn compact_level(&self, level: usize) -> Result<()> {
+        self.check()?;
+        self.db.check_writable()?;
+        if level >= compaction::LAST_LEVEL {
+            return Err(Error::invalid(format!(
+                "level {level} has no level below it (levels are 0..={})",
+                compaction::LAST_LEVEL
+            )));
+        }
+        work::compact_manual(&self.db, &self.core, work::Manual::Level(level))
+    }
+
+    /// The table's shape now: memtables, L0 runs, and each deeper level.
+    pub fn shape(&self) -> Result<Shape> {
+        self.check()?;
+        Ok(stats::shape(&self.core))
     }
 }
 

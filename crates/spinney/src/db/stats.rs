@@ -7,33 +7,168 @@ use std::sync::atomic::Ordering;
 use super::DbInner;
 use crate::cache::CacheStats;
 use crate::fs::IoStatsSnapshot;
+use crate::limits::LSM_LEVELS;
+use crate::lsm::compaction;
+use crate::lsm::table::LsmTable;
+use crate::options::CompactionStyle;
 
-/// One level of an LSM table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One level of an LSM table, with its compaction figures (after RocksDB's
+/// `rocksdb.stats`). The figures of a level count the compactions that wrote
+/// into it; L0's count flushes.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LevelStats {
+    /// The level number.
+    pub level: usize,
     /// Number of SSTs (for L0, of sorted runs).
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Compaction score: 1 or more means the level is due for compaction
+    /// (L0: runs over the trigger; deeper: bytes over the target).
+    pub score: f64,
+    /// Target size in bytes (leveled tables, levels at or below the base level).
+    pub target_bytes: u64,
+    /// Compactions into this level (trivial moves included).
+    pub compactions: u64,
+    /// Of those, files moved down without a rewrite.
+    pub trivial_moves: u64,
+    /// Seconds spent in those compactions (for L0, in flushes).
+    pub seconds: f64,
+    /// Bytes read from the level above by compactions into this level (RocksDB's Rn).
+    pub read_above_bytes: u64,
+    /// Bytes read from this level by compactions into it (RocksDB's Rnp1).
+    pub read_here_bytes: u64,
+    /// Bytes written into this level (for L0, by flushes).
+    pub written_bytes: u64,
+}
+
+impl LevelStats {
+    /// Bytes written per byte read from the level above (for L0: 1 when
+    /// anything was flushed). RocksDB's W-Amp column.
+    pub fn write_amplification(&self) -> f64 {
+        if self.level == 0 {
+            return if self.written_bytes > 0 { 1.0 } else { 0.0 };
+        }
+        if self.read_above_bytes == 0 {
+            return 0.0;
+        }
+        self.written_bytes as f64 / self.read_above_bytes as f64
+    }
+}
+
+/// Figures of one table.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct TableStats {
+    /// The table's name.
+    pub name: String,
+    /// "leveled" or "tiered".
+    pub compaction_style: String,
+    /// The shape now.
+    pub shape: Shape,
+    /// L0 first, then each deeper level.
+    pub levels: Vec<LevelStats>,
+    /// Memtables flushed, and the seconds it took.
+    pub flushes: u64,
+    /// Seconds spent flushing.
+    pub flush_seconds: f64,
+    /// Compactions run, and the seconds they took.
+    pub compactions: u64,
+    /// Seconds spent compacting.
+    pub compaction_seconds: f64,
+    /// Bytes of user data flushed over bytes written to every level: the
+    /// table's write amplification (0 before the first flush).
+    pub write_amplification: f64,
+    /// Bloom filter checks by point reads.
+    pub bloom_checks: u64,
+    /// Checks that ruled a file out (useful negatives).
+    pub bloom_useful: u64,
+    /// Estimated bytes compaction must rewrite to bring the levels within
+    /// their targets.
+    pub pending_compaction_bytes: u64,
+}
+
+/// The shape of an LSM table: what a read must search.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Shape {
+    /// Entries in the active memtable.
+    pub memtable_entries: u64,
+    /// Bytes of the active memtable.
+    pub memtable_bytes: u64,
+    /// Frozen memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Bytes of those.
+    pub immutable_bytes: u64,
+    /// Sorted runs in L0.
+    pub l0_runs: usize,
+    /// Bytes of L0.
+    pub l0_bytes: u64,
+    /// Levels 1 and deeper, each with its file count and bytes (empty ones included).
+    pub levels: Vec<ShapeLevel>,
+}
+
+impl Shape {
+    /// Trees a point read may search: memtables, L0 runs, non-empty levels.
+    pub fn trees(&self) -> usize {
+        1 + self.immutable_memtables
+            + self.l0_runs
+            + self.levels.iter().filter(|l| l.files > 0).count()
+    }
+}
+
+/// One level beyond L0 in a `Shape`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ShapeLevel {
+    /// The level number (1 and up).
+    pub level: usize,
+    /// SSTs in the level.
     pub files: usize,
     /// Bytes of those files.
     pub bytes: u64,
 }
 
-/// The shape of one table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TableStats {
-    /// The table's name.
-    pub name: String,
-    /// Entries in the active memtable.
-    pub memtable_entries: usize,
-    /// Bytes of the active memtable.
-    pub memtable_bytes: usize,
-    /// Frozen memtables waiting for flush.
-    pub immutable_memtables: usize,
-    /// L0 first, then each deeper level.
-    pub levels: Vec<LevelStats>,
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<10} {:>8} {:>14} {:>14}",
+            "tree", "count", "entries", "bytes"
+        )?;
+        writeln!(
+            f,
+            "{:<10} {:>8} {:>14} {:>14}",
+            "memtable", 1, self.memtable_entries, self.memtable_bytes
+        )?;
+        writeln!(
+            f,
+            "{:<10} {:>8} {:>14} {:>14}",
+            "immutable", self.immutable_memtables, "", self.immutable_bytes
+        )?;
+        writeln!(
+            f,
+            "{:<10} {:>8} {:>14} {:>14}",
+            "L0", self.l0_runs, "", self.l0_bytes
+        )?;
+        for l in &self.levels {
+            writeln!(
+                f,
+                "{:<10} {:>8} {:>14} {:>14}",
+                format!("L{}", l.level),
+                l.files,
+                "",
+                l.bytes
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// A copy of the database's figures at one moment.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Stats {
     /// Batches committed.
     pub commits: u64,
@@ -55,44 +190,128 @@ pub struct Stats {
     pub compaction_bytes_read: u64,
     /// Bytes of SSTs written by compactions.
     pub compaction_bytes_written: u64,
-    /// Times a writer waited for background work.
-    pub stalls: u64,
-    /// Total time writers waited, in microseconds.
-    pub stall_micros: u64,
+    /// Times a commit group was slowed down (1 ms each) by backpressure.
+    pub slowdowns: u64,
+    /// Total time of those slowdowns, in microseconds.
+    pub slowdown_micros: u64,
+    /// Times a writer waited for background work (a stop).
+    pub stops: u64,
+    /// Total time writers waited in stops, in microseconds.
+    pub stop_micros: u64,
+    /// Jobs running now.
+    pub running_jobs: usize,
     /// The block cache.
     pub cache: CacheStats,
     /// I/O through the file system.
     pub io: IoStatsSnapshot,
-    /// Every table's shape.
+    /// Every table's figures.
     pub tables: Vec<TableStats>,
     /// Why the database refuses writes, if it does.
     pub read_only_reason: Option<String>,
 }
 
-pub(super) fn collect(db: &DbInner) -> Stats {
-    let c = &db.counters;
-    let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let tables = db
-        .vs
-        .lock()
-        .tables
-        .values()
-        .map(|t| {
-            let sv = t.super_version();
-            TableStats {
-                name: t.name.clone(),
-                memtable_entries: sv.mem.table.len(),
-                memtable_bytes: sv.mem.table.approximate_bytes(),
-                immutable_memtables: sv.imms.len(),
-                levels: (0..sv.version.levels.len())
-                    .map(|n| LevelStats {
-                        files: sv.version.level(n).len(),
-                        bytes: sv.version.level_bytes(n),
-                    })
-                    .collect(),
+impl Stats {
+    /// Stalls of either kind: slowdowns plus stops.
+    pub fn stalls(&self) -> u64 {
+        self.slowdowns + self.stops
+    }
+}
+
+pub(super) fn shape(t: &LsmTable) -> Shape {
+    let sv = t.super_version();
+    let v = &sv.version;
+    Shape {
+        memtable_entries: sv.mem.table.len() as u64,
+        memtable_bytes: sv.mem.table.approximate_bytes() as u64,
+        immutable_memtables: sv.imms.len(),
+        immutable_bytes: sv
+            .imms
+            .iter()
+            .map(|m| m.table.approximate_bytes() as u64)
+            .sum(),
+        l0_runs: v.level(0).len(),
+        l0_bytes: v.level_bytes(0),
+        levels: (1..LSM_LEVELS)
+            .map(|n| ShapeLevel {
+                level: n,
+                files: v.level(n).len(),
+                bytes: v.level_bytes(n),
+            })
+            .collect(),
+    }
+}
+
+fn table_stats(t: &LsmTable) -> TableStats {
+    let shape = shape(t);
+    let sv = t.super_version();
+    let v = &sv.version;
+    let opts = &t.options.compaction;
+    let scores = compaction::level_scores(v, opts);
+    let targets =
+        (opts.style == CompactionStyle::Leveled).then(|| compaction::level_targets(v, opts));
+    let counters = *t.counters.lock();
+    let levels: Vec<LevelStats> = (0..LSM_LEVELS)
+        .map(|n| {
+            let c = counters.levels.get(n).copied().unwrap_or_default();
+            LevelStats {
+                level: n,
+                files: v.level(n).len(),
+                bytes: v.level_bytes(n),
+                score: scores.get(n).copied().unwrap_or(0.0),
+                target_bytes: targets
+                    .as_ref()
+                    .filter(|t| n >= t.base_level.max(1))
+                    .and_then(|t| t.targets.get(n).copied())
+                    .unwrap_or(0),
+                compactions: if n == 0 {
+                    counters.flushes
+                } else {
+                    c.compactions
+                },
+                trivial_moves: c.trivial_moves,
+                seconds: if n == 0 {
+                    counters.flush_micros as f64 / 1e6
+                } else {
+                    c.micros as f64 / 1e6
+                },
+                read_above_bytes: c.read_above,
+                read_here_bytes: c.read_here,
+                written_bytes: c.written,
             }
         })
         .collect();
+    let flushed = counters.levels[0].written;
+    let written: u64 = counters.levels.iter().map(|l| l.written).sum();
+    TableStats {
+        name: t.name.clone(),
+        compaction_style: opts.style.name().to_string(),
+        shape,
+        flushes: counters.flushes,
+        flush_seconds: counters.flush_micros as f64 / 1e6,
+        compactions: counters.levels.iter().skip(1).map(|l| l.compactions).sum(),
+        compaction_seconds: counters
+            .levels
+            .iter()
+            .skip(1)
+            .map(|l| l.micros)
+            .sum::<u64>() as f64
+            / 1e6,
+        write_amplification: if flushed > 0 {
+            written as f64 / flushed as f64
+        } else {
+            0.0
+        },
+        levels,
+        bloom_checks: t.bloom_checks.load(Ordering::Relaxed),
+        bloom_useful: t.bloom_negatives.load(Ordering::Relaxed),
+        pending_compaction_bytes: sv.pressure.pending_compaction_bytes,
+    }
+}
+
+pub(super) fn collect(db: &DbInner) -> Stats {
+    let c = &db.counters;
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
     Stats {
         commits: get(&c.commits),
         commit_groups: get(&c.commit_groups),
@@ -104,13 +323,20 @@ pub(super) fn collect(db: &DbInner) -> Stats {
         trivial_moves: get(&c.trivial_moves),
         compaction_bytes_read: get(&c.compaction_bytes_read),
         compaction_bytes_written: get(&c.compaction_bytes_written),
-        stalls: get(&c.stalls),
-        stall_micros: get(&c.stall_micros),
+        slowdowns: get(&c.slowdowns),
+        slowdown_micros: get(&c.slowdown_micros),
+        stops: get(&c.stops),
+        stop_micros: get(&c.stop_micros),
+        running_jobs: db.bg.lock().running,
         cache: db.cache.stats(),
         io: db.fs.io_stats().snapshot(),
-        tables,
+        tables: tables.iter().map(|t| table_stats(t)).collect(),
         read_only_reason: db.read_only.lock().clone(),
     }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
 }
 
 impl fmt::Display for Stats {
@@ -140,8 +366,8 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "stalls             {} ({} us)",
-            self.stalls, self.stall_micros
+            "stalls             {} slowdowns ({} us), {} stops ({} us)",
+            self.slowdowns, self.slowdown_micros, self.stops, self.stop_micros
         )?;
         writeln!(
             f,
@@ -162,18 +388,67 @@ impl fmt::Display for Stats {
         }
         for t in &self.tables {
             writeln!(f)?;
-            writeln!(f, "table {}", t.name)?;
+            writeln!(f, "table {} ({} compaction)", t.name, t.compaction_style)?;
             writeln!(
                 f,
-                "  memtable         {} entries, {} bytes; {} immutable",
-                t.memtable_entries, t.memtable_bytes, t.immutable_memtables
+                "  memtable {} entries, {} bytes; {} immutable ({} bytes)",
+                t.shape.memtable_entries,
+                t.shape.memtable_bytes,
+                t.shape.immutable_memtables,
+                t.shape.immutable_bytes
             )?;
-            writeln!(f, "  level  files        bytes")?;
-            for (n, l) in t.levels.iter().enumerate() {
-                if l.files > 0 {
-                    writeln!(f, "  L{n:<5} {:>5} {:>12}", l.files, l.bytes)?;
+            writeln!(
+                f,
+                "  {:<5} {:>6} {:>10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6} {:>9} {:>7} {:>6}",
+                "Level",
+                "Files",
+                "Size(MB)",
+                "Score",
+                "Read(MB)",
+                "Rn(MB)",
+                "Rnp1(MB)",
+                "Write(MB)",
+                "W-Amp",
+                "Comp(sec)",
+                "Comp(n)",
+                "Moved"
+            )?;
+            for l in &t.levels {
+                if l.files == 0 && l.compactions == 0 {
+                    continue;
                 }
+                writeln!(
+                    f,
+                    "  {:<5} {:>6} {:>10.1} {:>6.2} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>6.1} {:>9.2} {:>7} {:>6}",
+                    format!("L{}", l.level),
+                    l.files,
+                    mb(l.bytes),
+                    l.score,
+                    mb(l.read_above_bytes + l.read_here_bytes),
+                    mb(l.read_above_bytes),
+                    mb(l.read_here_bytes),
+                    mb(l.written_bytes),
+                    l.write_amplification(),
+                    l.seconds,
+                    l.compactions,
+                    l.trivial_moves
+                )?;
             }
+            writeln!(
+                f,
+                "  flushes {} ({:.2} s), compactions {} ({:.2} s), write amplification {:.2}, pending compaction {} bytes",
+                t.flushes,
+                t.flush_seconds,
+                t.compactions,
+                t.compaction_seconds,
+                t.write_amplification,
+                t.pending_compaction_bytes
+            )?;
+            writeln!(
+                f,
+                "  bloom filter: {} checks, {} useful",
+                t.bloom_checks, t.bloom_useful
+            )?;
         }
         Ok(())
     }

@@ -1,54 +1,171 @@
-//! Background work: flushes, compactions, deleting files no one needs, and
-//! the manual forms of each.
+//! Background work: flushes, compactions, deleting files no one needs, the
+//! manual forms of each, and the three ways work gets done.
 //!
-//! One worker thread runs `background_loop`. A table is worked on by one
-//! thread at a time (its `busy` flag, taken under the `bg` lock), so a flush
-//! and a compaction of one table never race; manual operations take the same
-//! flag. Each job writes its files, makes them durable, logs a version edit
-//! to the manifest, and only then installs the new version.
+//! The work model, after SQLite4's LSM library:
+//! - `background_threads = N`: N worker threads run `background_loop`;
+//! - `background_threads = 0` with `autowork`: a writer whose commit froze a
+//!   memtable does the pending work before returning;
+//! - `Db::work(budget)`: the application runs jobs in a thread of its own.
+//!
+//! In every mode a writer that must wait (backpressure) first tries to run
+//! the job it waits for itself, so no writer ever waits for work that no
+//! thread is doing.
+//!
+//! A job is claimed under the `bg` lock: a flush sets its table's `flushing`
+//! flag (one flush per table at a time, so L0 stays in seqno order); a
+//! compaction marks its input files `being_compacted` and registers its
+//! output range, so compactions of disjoint files and ranges run in parallel,
+//! across tables and within one. Each job writes its files, makes them
+//! durable, logs a version edit to the manifest, and only then installs the
+//! new version (built from the version current at install time, so jobs that
+//! finish in any order compose).
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
-use super::{sst_name, wal_name, DbInner};
+use parking_lot::MutexGuard;
+
+use super::{sst_name, wal_name, BgState, DbInner};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
+use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
 use crate::lsm::iter::InternalIterator;
 use crate::lsm::level_iter::LevelIter;
 use crate::lsm::merge::MergingIter;
 use crate::lsm::table::{
-    file_record, plan_compaction, write_memtable, write_merged, CompactionPick, DropPolicy,
-    LsmTable, MergeOutput,
+    file_record, write_memtable, write_merged, DropPolicy, LsmTable, MergeOutput,
 };
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::VersionEdit;
 
-enum Job {
+pub(crate) enum Job {
     Flush(Arc<LsmTable>),
-    Compact(Arc<LsmTable>, CompactionPick),
+    Compact(Arc<LsmTable>, Compaction),
 }
 
-/// Finds a job and marks its table busy. Called with the `bg` lock held.
-fn pick_job(db: &DbInner) -> Option<Job> {
-    let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
+impl Job {
+    fn table(&self) -> &Arc<LsmTable> {
+        match self {
+            Job::Flush(t) | Job::Compact(t, _) => t,
+        }
+    }
+}
+
+/// What `Db::work` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkDone {
+    /// Flushes and compactions run.
+    pub jobs: u64,
+    /// Bytes of SSTs they wrote.
+    pub bytes_written: u64,
+}
+
+/// Finds a job (of `only` if given) and claims it. Called with the `bg` lock
+/// held; counts the job as running.
+fn pick_job(db: &DbInner, bg: &mut BgState, only: Option<&Arc<LsmTable>>) -> Option<Job> {
+    if bg.shutdown || db.poisoned.load(Ordering::Acquire) {
+        return None;
+    }
+    let tables: Vec<Arc<LsmTable>> = match only {
+        Some(t) => vec![Arc::clone(t)],
+        None => db.vs.lock().tables.values().cloned().collect(),
+    };
     // Flushes first: they free memory and unblock writers.
     for t in &tables {
-        if !t.busy.load(Ordering::Acquire) && !t.super_version().imms.is_empty() {
-            t.busy.store(true, Ordering::Release);
+        if t.dropped.load(Ordering::Acquire) || t.super_version().imms.is_empty() {
+            continue;
+        }
+        let mut work = t.work.lock();
+        if !work.flushing && !work.dropping {
+            work.flushing = true;
+            bg.running += 1;
             return Some(Job::Flush(Arc::clone(t)));
         }
     }
+    // Then the compaction with the highest score over all tables.
+    let mut best: Option<(Arc<LsmTable>, Compaction)> = None;
     for t in &tables {
-        if t.busy.load(Ordering::Acquire) {
+        if t.dropped.load(Ordering::Acquire) {
             continue;
         }
-        if let Some(pick) = t.pick_compaction(&t.super_version().version) {
-            t.busy.store(true, Ordering::Release);
-            return Some(Job::Compact(Arc::clone(t), pick));
+        let version = Arc::clone(&t.super_version().version);
+        let work = t.work.lock();
+        if work.manual_waiting > 0 || work.dropping {
+            continue;
+        }
+        let busy = Busy {
+            outputs: &work.running,
+        };
+        if let Some(c) = compaction::pick(&version, &t.options.compaction, &busy) {
+            if best.as_ref().is_none_or(|(_, b)| c.score > b.score) {
+                best = Some((Arc::clone(t), c));
+            }
         }
     }
-    None
+    let (t, c) = best?;
+    claim(&t, &c);
+    bg.running += 1;
+    Some(Job::Compact(t, c))
+}
+
+/// Marks a compaction's inputs and output range. Under the `bg` lock.
+fn claim(t: &LsmTable, c: &Compaction) {
+    for f in c.files() {
+        f.being_compacted.store(true, Ordering::Release);
+    }
+    let (lo, hi) = c.key_range();
+    t.work.lock().running.push(OutputRange {
+        level: c.output_level,
+        lo,
+        hi,
+    });
+}
+
+/// Ends a job claimed by `pick_job` (or a manual operation): clears its
+/// marks and wakes whoever waits. Takes the `bg` lock.
+fn finish(db: &DbInner, job: &Job) {
+    let mut bg = db.bg.lock();
+    match job {
+        Job::Flush(t) => t.work.lock().flushing = false,
+        Job::Compact(t, c) => {
+            for f in c.files() {
+                f.being_compacted.store(false, Ordering::Release);
+            }
+            let (lo, hi) = c.key_range();
+            let mut work = t.work.lock();
+            if let Some(i) = work
+                .running
+                .iter()
+                .position(|r| r.level == c.output_level && r.lo == lo && r.hi == hi)
+            {
+                work.running.swap_remove(i);
+            }
+        }
+    }
+    bg.running = bg.running.saturating_sub(1);
+    db.bg_done.notify_all();
+    db.bg_work.notify_all();
+}
+
+/// Runs a claimed job in this thread; a failure poisons the database.
+/// Returns the bytes the job wrote.
+pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
+    let result = match &job {
+        Job::Flush(t) => flush_one(db, t).map_err(|e| ("flush", e)),
+        Job::Compact(t, c) => run_compaction(db, t, c).map_err(|e| ("compaction", e)),
+    };
+    let result = result.map_err(|(what, e)| {
+        db.poison(format!(
+            "{what} of table {:?} failed: {e}",
+            job.table().name
+        ));
+        e
+    });
+    finish(db, &job);
+    delete_obsolete_files(db);
+    result
 }
 
 pub(crate) fn background_loop(db: &Arc<DbInner>) {
@@ -59,57 +176,55 @@ pub(crate) fn background_loop(db: &Arc<DbInner>) {
                 if bg.shutdown {
                     return;
                 }
-                if !db.poisoned.load(Ordering::Acquire) {
-                    if let Some(job) = pick_job(db) {
-                        break job;
-                    }
+                if let Some(job) = pick_job(db, &mut bg, None) {
+                    break job;
                 }
                 db.bg_work.wait(&mut bg);
             }
         };
-        let (table, result) = match job {
-            Job::Flush(t) => {
-                let r = flush_one(db, &t);
-                (t, r.map_err(|e| ("flush", e)))
-            }
-            Job::Compact(t, pick) => {
-                let r = run_compaction(db, &t, &pick);
-                (t, r.map_err(|e| ("compaction", e)))
-            }
-        };
-        if let Err((what, e)) = result {
-            db.poison(format!(
-                "background {what} of table {:?} failed: {e}",
-                table.name
-            ));
-        }
-        release_table(db, &table);
-        delete_obsolete_files(db);
+        // The error has poisoned the database; the loop then only waits.
+        let _ = run_claimed(db, job);
     }
 }
 
-/// Waits until `table` is free, then marks it busy.
-pub(crate) fn acquire_table(db: &DbInner, table: &LsmTable) -> Result<()> {
+/// Claims a job of `t` for a writer that would otherwise wait for it.
+pub(crate) fn claim_from(db: &DbInner, bg: &mut BgState, t: &Arc<LsmTable>) -> Option<Job> {
+    pick_job(db, bg, Some(t))
+}
+
+/// Claims one job (of `only` if given) under the `bg` lock.
+pub(crate) fn claim_job(db: &DbInner, only: Option<&Arc<LsmTable>>) -> Option<Job> {
     let mut bg = db.bg.lock();
-    loop {
-        if bg.shutdown {
-            return Err(Error::Closed);
-        }
-        if !table.busy.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        db.bg_done.wait(&mut bg);
+    pick_job(db, &mut bg, only)
+}
+
+/// `Db::work`: runs jobs in this thread until `budget` bytes are written or
+/// nothing is left to do. A job is never split, so the budget may be passed.
+pub(crate) fn work(db: &DbInner, budget: u64) -> Result<WorkDone> {
+    db.check_writable()?;
+    let mut done = WorkDone::default();
+    while done.bytes_written < budget {
+        let Some(job) = claim_job(db, None) else {
+            break;
+        };
+        done.bytes_written += run_claimed(db, job)?;
+        done.jobs += 1;
     }
+    db.check_writable()?;
+    Ok(done)
 }
 
-pub(crate) fn release_table(db: &DbInner, table: &LsmTable) {
-    let _bg = db.bg.lock();
-    table.busy.store(false, Ordering::Release);
-    db.bg_done.notify_all();
-    db.bg_work.notify_all();
+/// Autowork: after a commit that froze a memtable, with no background
+/// threads, the writer does the pending work.
+pub(crate) fn autowork(db: &DbInner, tables: &[Arc<LsmTable>]) -> Result<()> {
+    if tables.iter().all(|t| t.super_version().imms.is_empty()) {
+        return Ok(());
+    }
+    work(db, u64::MAX).map(|_| ())
 }
 
-/// Blocks until no table has pending flushes or compactions.
+/// Blocks until no table has pending flushes or compactions. With no
+/// background threads, the caller does the work.
 pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     let mut bg = db.bg.lock();
     loop {
@@ -117,13 +232,14 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
         if bg.shutdown {
             return Err(Error::Closed);
         }
+        if db.options.background_threads == 0 {
+            if let Some(job) = pick_job(db, &mut bg, None) {
+                MutexGuard::unlocked(&mut bg, || run_claimed(db, job))?;
+                continue;
+            }
+        }
         let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
-        let pending = tables.iter().any(|t| {
-            let sv = t.super_version();
-            t.busy.load(Ordering::Acquire)
-                || !sv.imms.is_empty()
-                || t.pick_compaction(&sv.version).is_some()
-        });
+        let pending = bg.running > 0 || tables.iter().any(|t| t.needs_work());
         if !pending {
             return Ok(());
         }
@@ -141,7 +257,24 @@ pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Resul
         let _commit = db.commit.lock();
         table.freeze_memtable();
     }
-    acquire_table(db, table)?;
+    {
+        let mut bg = db.bg.lock();
+        loop {
+            if bg.shutdown {
+                return Err(Error::Closed);
+            }
+            db.check_writable()?;
+            let mut work = table.work.lock();
+            if !work.flushing {
+                work.flushing = true;
+                bg.running += 1;
+                break;
+            }
+            drop(work);
+            db.bg_done.wait(&mut bg);
+        }
+    }
+    let job = Job::Flush(Arc::clone(table));
     let mut result = Ok(());
     while !table.super_version().imms.is_empty() {
         if let Err(e) = flush_one(db, table) {
@@ -150,11 +283,99 @@ pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Resul
             break;
         }
     }
-    release_table(db, table);
+    finish(db, &job);
     delete_obsolete_files(db);
-    result?;
+    result.map(|_| ())?;
     // The background worker may have failed on one of these memtables.
     db.check_writable()
+}
+
+/// Which manual compaction to run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Manual {
+    Level(usize),
+    All,
+}
+
+/// Runs a manual compaction in the caller's thread, waiting first until its
+/// files are free. The background leaves the table's compactions alone
+/// while it waits, so it cannot be starved.
+pub(crate) fn compact_manual(db: &DbInner, table: &Arc<LsmTable>, which: Manual) -> Result<()> {
+    let claimed = {
+        let mut bg = db.bg.lock();
+        table.work.lock().manual_waiting += 1;
+        let picked = loop {
+            if bg.shutdown {
+                break Err(Error::Closed);
+            }
+            if let Err(e) = db.check_writable() {
+                break Err(e);
+            }
+            if table.dropped.load(Ordering::Acquire) {
+                break Err(Error::NoSuchTable(table.name.clone()));
+            }
+            let version = Arc::clone(&table.super_version().version);
+            let opts = &table.options.compaction;
+            let mut work = table.work.lock();
+            let busy = Busy {
+                outputs: &work.running,
+            };
+            let pick = match which {
+                Manual::Level(n) => compaction::manual_level(&version, opts, n, &busy),
+                Manual::All => compaction::manual_all(&version, opts, &busy),
+            };
+            match pick {
+                Ok(c) => {
+                    work.manual_waiting -= 1;
+                    break Ok(c);
+                }
+                Err(()) => {
+                    drop(work);
+                    db.bg_work.notify_all();
+                    db.bg_done.wait(&mut bg);
+                }
+            }
+        };
+        let picked = match picked {
+            Ok(p) => p,
+            Err(e) => {
+                table.work.lock().manual_waiting -= 1;
+                return Err(e);
+            }
+        };
+        if let Some(c) = &picked {
+            claim(table, c);
+            bg.running += 1;
+        }
+        picked
+    };
+    if let Some(c) = claimed {
+        run_claimed(db, Job::Compact(Arc::clone(table), c))?;
+    }
+    db.check_writable()
+}
+
+/// Waits until nothing runs on `table` and keeps new work off it, for
+/// `drop_table`. Undo with `end_drop`.
+pub(crate) fn begin_drop(db: &DbInner, table: &LsmTable) -> Result<()> {
+    let mut bg = db.bg.lock();
+    table.work.lock().dropping = true;
+    loop {
+        if bg.shutdown {
+            table.work.lock().dropping = false;
+            return Err(Error::Closed);
+        }
+        if table.work.lock().is_idle() {
+            return Ok(());
+        }
+        db.bg_done.wait(&mut bg);
+    }
+}
+
+pub(crate) fn end_drop(db: &DbInner, table: &LsmTable) {
+    let _bg = db.bg.lock();
+    table.work.lock().dropping = false;
+    db.bg_done.notify_all();
 }
 
 /// Makes the log durable up to `seqno`.
@@ -174,16 +395,19 @@ fn sync_wal_to(db: &DbInner, seqno: u64) -> Result<()> {
     Ok(())
 }
 
-/// Writes the oldest frozen memtable of `table` to an L0 SST.
-fn flush_one(db: &DbInner, table: &LsmTable) -> Result<()> {
+/// Writes the oldest frozen memtable of `table` to an L0 SST. Returns the
+/// bytes written.
+fn flush_one(db: &DbInner, table: &LsmTable) -> Result<u64> {
+    let start = Instant::now();
     let sv = table.super_version();
     let Some(imm) = sv.imms.first().cloned() else {
-        return Ok(());
+        return Ok(0);
     };
     let flushed_seqno = imm.last_seqno.load(Ordering::Acquire);
     let (output, numbers) = with_new_files(db, |new_file| {
         write_memtable(&imm, &table.sst_options(), new_file)
     })?;
+    let written: u64 = output.files.iter().map(|(_, i)| i.file_size).sum();
     let result = (|| {
         db.fs.sync_dir(&db.dir)?;
         // Entries of other tables committed in the same batches as these
@@ -209,9 +433,6 @@ fn flush_one(db: &DbInner, table: &LsmTable) -> Result<()> {
             if let Some(l0) = version.levels.get_mut(0) {
                 l0.insert(0, Arc::new(meta));
             }
-            db.counters
-                .flush_bytes
-                .fetch_add(info.file_size, Ordering::Relaxed);
         }
         vs.log(&edit)?;
         table.install(version, 1);
@@ -223,8 +444,17 @@ fn flush_one(db: &DbInner, table: &LsmTable) -> Result<()> {
     release_outputs(db, &numbers);
     result?;
     db.counters.flushes.fetch_add(1, Ordering::Relaxed);
+    db.counters
+        .flush_bytes
+        .fetch_add(written, Ordering::Relaxed);
+    {
+        let mut c = table.counters.lock();
+        c.flushes += 1;
+        c.flush_micros += start.elapsed().as_micros() as u64;
+        c.levels[0].written += written;
+    }
     delete_obsolete_wal(db);
-    Ok(())
+    Ok(written)
 }
 
 /// Runs `write` with a maker of new SST files whose numbers are reserved
@@ -256,26 +486,27 @@ fn release_outputs(db: &DbInner, numbers: &[u64]) {
     }
 }
 
-/// Runs a compaction chosen by `pick`.
-pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPick) -> Result<()> {
-    let output_level = pick.output_level();
+/// Runs a claimed compaction. Returns the bytes written.
+fn run_compaction(db: &DbInner, table: &LsmTable, c: &Compaction) -> Result<u64> {
+    let start = Instant::now();
+    let output_level = c.output_level;
     let base = Arc::clone(&table.super_version().version);
     let mut edit = VersionEdit {
         next_file_number: Some(db.next_file_number.load(Ordering::Acquire)),
         ..VersionEdit::default()
     };
-    for f in &pick.inputs {
-        edit.deleted
-            .push((table.id, pick.level as u32, f.record.number));
-    }
-    for f in &pick.next_inputs {
-        edit.deleted
-            .push((table.id, output_level as u32, f.record.number));
+    for (level, files) in &c.inputs {
+        for f in files {
+            edit.deleted
+                .push((table.id, *level as u32, f.record.number));
+        }
     }
     let mut numbers = Vec::new();
     let mut outputs: Vec<Arc<FileMeta>> = Vec::new();
-    if pick.is_trivial_move() {
-        for f in &pick.inputs {
+    let mut written = 0;
+    let trivial = c.is_trivial_move();
+    if trivial {
+        for f in c.files() {
             edit.added
                 .push((table.id, output_level as u32, f.record.clone()));
             outputs.push(Arc::clone(f));
@@ -283,19 +514,19 @@ pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPi
         db.counters.trivial_moves.fetch_add(1, Ordering::Relaxed);
     } else {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        if pick.level == 0 {
-            for f in &pick.inputs {
-                children.push(Box::new(f.sst()?.iter()));
+        for (level, files) in &c.inputs {
+            if *level == 0 {
+                for f in files {
+                    children.push(Box::new(f.sst()?.iter()));
+                }
+            } else {
+                children.push(Box::new(LevelIter::new(files.clone())));
             }
-        } else {
-            children.push(Box::new(LevelIter::new(pick.inputs.clone())));
         }
-        children.push(Box::new(LevelIter::new(pick.next_inputs.clone())));
         let mut merge = MergingIter::new(children);
         merge.seek_to_first();
-        let deeper: Vec<Vec<Arc<FileMeta>>> =
-            base.levels.iter().skip(output_level + 1).cloned().collect();
-        let is_bottom = |uk: &[u8]| deeper.iter().flatten().all(|f| !f.overlaps(uk, uk));
+        let older = c.older_runs(&base);
+        let is_bottom = |uk: &[u8]| !older.may_hold(uk);
         let policy = DropPolicy {
             oldest_snapshot: db.oldest_snapshot(),
             is_bottom: &is_bottom,
@@ -305,7 +536,7 @@ pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPi
             write_merged(
                 &mut merge,
                 &table.sst_options(),
-                table.target_file_bytes(),
+                c.target_file_bytes,
                 &policy,
                 new_file,
             )
@@ -315,9 +546,7 @@ pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPi
             .compaction_bytes_read
             .fetch_add(output.bytes_read, Ordering::Relaxed);
         for (number, info) in &output.files {
-            db.counters
-                .compaction_bytes_written
-                .fetch_add(info.file_size, Ordering::Relaxed);
+            written += info.file_size;
             let record = file_record(*number, info);
             edit.added
                 .push((table.id, output_level as u32, record.clone()));
@@ -328,12 +557,17 @@ pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPi
                 Arc::clone(&db.cache),
             )));
         }
+        db.counters
+            .compaction_bytes_written
+            .fetch_add(written, Ordering::Relaxed);
     }
     let result = (|| {
-        db.fs.sync_dir(&db.dir)?;
+        if !trivial {
+            db.fs.sync_dir(&db.dir)?;
+        }
         let mut vs = db.vs.lock();
         let current = Arc::clone(&table.super_version().version);
-        let version = apply_compaction(&current, pick, outputs);
+        let version = apply_compaction(&current, c, outputs);
         if let Err(detail) = version.check() {
             return Err(Error::corruption(
                 db.path("(version)"),
@@ -350,52 +584,45 @@ pub(crate) fn run_compaction(db: &DbInner, table: &LsmTable, pick: &CompactionPi
     release_outputs(db, &numbers);
     result?;
     db.counters.compactions.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    let (from_output, from_above) = c.input_bytes();
+    let mut counters = table.counters.lock();
+    if let Some(l) = counters.levels.get_mut(output_level) {
+        l.compactions += 1;
+        l.micros += start.elapsed().as_micros() as u64;
+        if trivial {
+            l.trivial_moves += 1;
+        } else {
+            l.read_here += from_output;
+            l.read_above += from_above;
+            l.written += written;
+        }
+    }
+    Ok(written)
 }
 
-fn apply_compaction(
-    current: &Version,
-    pick: &CompactionPick,
-    outputs: Vec<Arc<FileMeta>>,
-) -> Version {
-    let removed: HashSet<u64> = pick
-        .inputs
-        .iter()
-        .chain(pick.next_inputs.iter())
-        .map(|f| f.record.number)
-        .collect();
+/// The version after `c`: its inputs removed from `current`, its outputs
+/// added. An L0 output takes the place of its inputs, so that L0 stays
+/// newest first.
+fn apply_compaction(current: &Version, c: &Compaction, outputs: Vec<Arc<FileMeta>>) -> Version {
+    let removed: HashSet<u64> = c.files().map(|f| f.record.number).collect();
     let mut version = current.clone();
+    let l0_position = version
+        .level(0)
+        .iter()
+        .position(|f| removed.contains(&f.record.number));
     for level in version.levels.iter_mut() {
         level.retain(|f| !removed.contains(&f.record.number));
     }
-    if let Some(level) = version.levels.get_mut(pick.output_level()) {
-        level.extend(outputs);
-        level.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+    if let Some(level) = version.levels.get_mut(c.output_level) {
+        if c.output_level == 0 {
+            let at = l0_position.unwrap_or(0).min(level.len());
+            level.splice(at..at, outputs);
+        } else {
+            level.extend(outputs);
+            level.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+        }
     }
     version
-}
-
-/// Merges every file of the table into its last level.
-pub(crate) fn compact_all(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Result<()> {
-    acquire_table(db, table)?;
-    let result = (|| {
-        let levels = table.super_version().version.levels.len();
-        for level in 0..levels.saturating_sub(1) {
-            let version = Arc::clone(&table.super_version().version);
-            let pick = plan_compaction(&version, level, Some(()));
-            if pick.inputs.is_empty() {
-                continue;
-            }
-            run_compaction(db, table, &pick)?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = &result {
-        db.poison(format!("compaction of table {:?} failed: {e}", table.name));
-    }
-    release_table(db, table);
-    delete_obsolete_files(db);
-    result
 }
 
 /// Deletes log segments whose every entry is persisted in SSTs.

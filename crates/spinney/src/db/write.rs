@@ -14,18 +14,22 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::{wal_name, DbInner, Segment};
+use super::{wal_name, work, DbInner, Segment};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::limits::{IMMUTABLE_MEMTABLES_MAX, L0_STOP_WRITES};
 use crate::lsm::table::{LsmTable, Mem};
 use crate::options::{Durability, WriteOptions};
 use crate::wal::writer::LogWriter;
 
 /// A group takes followers until it holds this many log bytes.
 const GROUP_BYTES_MAX: usize = 1 << 20;
+
+/// How long a commit group waits when a table is past a slowdown threshold
+/// (LevelDB's choice: long enough to give background work the CPU, short
+/// enough to be invisible to a single write).
+const SLOWDOWN_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub(crate) struct Writer {
     batch: Mutex<Option<WriteBatch>>,
@@ -79,7 +83,7 @@ pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions)
     }
     drop(queue);
 
-    let results = {
+    let (results, tables) = {
         let _commit = db.commit.lock();
         commit_group(db, &group)
     };
@@ -98,11 +102,17 @@ pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions)
     if let Some(next) = queue.front() {
         next.cv.notify_one();
     }
+    drop(queue);
+    if own.is_ok() && db.options.background_threads == 0 && db.options.autowork {
+        // Autowork: this commit is durable as promised; a failure of the
+        // work poisons the database and reaches the next writer.
+        let _ = work::autowork(db, &tables);
+    }
     own
 }
 
-/// Commits `group`; returns one result per writer.
-fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
+/// Commits `group`; returns one result per writer, and the tables written.
+fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, Vec<Arc<LsmTable>>) {
     let mut batches: Vec<Option<WriteBatch>> =
         group.iter().map(|w| w.batch.lock().take()).collect();
     let mut results: Vec<Result<()>> = Vec::with_capacity(group.len());
@@ -122,7 +132,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
     };
     if let Err(e) = db.check_writable() {
         fail_all(&mut results, &e);
-        return results;
+        return (results, Vec::new());
     }
 
     // Make room in every table the group writes to.
@@ -139,7 +149,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
     for t in &tables {
         if let Err(e) = make_room(db, t) {
             fail_all(&mut results, &e);
-            return results;
+            return (results, tables);
         }
     }
 
@@ -194,7 +204,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
             drop(wal);
             db.poison(format!("appending to the write-ahead log failed: {e}"));
             fail_all(&mut results, &e);
-            return results;
+            return (results, tables);
         }
     }
 
@@ -221,7 +231,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> Vec<Result<()>> {
         results.iter().filter(|r| r.is_ok()).count() as u64,
         Ordering::Relaxed,
     );
-    results
+    (results, tables)
 }
 
 /// Closes the current segment (synced, so that only the newest segment can
@@ -242,10 +252,14 @@ pub(crate) fn roll_segment(db: &DbInner, wal: &mut super::Wal) -> Result<()> {
     Ok(())
 }
 
-/// Freezes a full memtable, and waits while the table has too many frozen
-/// memtables or L0 runs for background work to keep up (backpressure).
+/// Freezes a full memtable, and applies backpressure: each commit group
+/// waits 1 ms while the table is past a slowdown threshold, and waits for
+/// background work while it is past a stop threshold. A writer that must
+/// wait first tries to run the job it waits for itself.
 fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
-    let mut stalled: Option<Instant> = None;
+    let bp = &db.options.backpressure;
+    let mut slowed = false;
+    let mut stopped: Option<Instant> = None;
     let mut bg = db.bg.lock();
     let result = loop {
         if let Err(e) = db.check_writable() {
@@ -256,16 +270,31 @@ fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
         }
         let sv = t.super_version();
         let full = sv.mem.table.approximate_bytes() >= t.options.write_buffer_size;
-        if sv.imms.len() >= IMMUTABLE_MEMTABLES_MAX && full {
-            stalled.get_or_insert_with(Instant::now);
+        let stop = (full && sv.imms.len() >= bp.max_immutable_memtables)
+            || sv.pressure.l0_runs >= bp.l0_stop_runs
+            || sv.pressure.pending_compaction_bytes >= bp.pending_compaction_stop_bytes;
+        if stop {
+            stopped.get_or_insert_with(Instant::now);
+            if let Some(job) = work::claim_from(db, &mut bg, t) {
+                // The job's failure poisons the database; the loop reports it.
+                let _ = MutexGuard::unlocked(&mut bg, || work::run_claimed(db, job));
+                continue;
+            }
             db.bg_work.notify_all();
             db.bg_done.wait(&mut bg);
             continue;
         }
-        if sv.version.level(0).len() >= L0_STOP_WRITES {
-            stalled.get_or_insert_with(Instant::now);
+        let slow = sv.pressure.l0_runs >= bp.l0_slowdown_runs
+            || sv.pressure.pending_compaction_bytes >= bp.pending_compaction_slowdown_bytes;
+        if slow && !slowed {
+            slowed = true;
             db.bg_work.notify_all();
-            db.bg_done.wait(&mut bg);
+            let start = Instant::now();
+            MutexGuard::unlocked(&mut bg, || std::thread::sleep(SLOWDOWN_DELAY));
+            db.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
+            db.counters
+                .slowdown_micros
+                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
             continue;
         }
         if full && t.freeze_memtable() {
@@ -274,10 +303,10 @@ fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
         break Ok(());
     };
     drop(bg);
-    if let Some(start) = stalled {
-        db.counters.stalls.fetch_add(1, Ordering::Relaxed);
+    if let Some(start) = stopped {
+        db.counters.stops.fetch_add(1, Ordering::Relaxed);
         db.counters
-            .stall_micros
+            .stop_micros
             .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
     }
     result

@@ -121,6 +121,7 @@ pub struct IoStats {
 
 /// A copy of `IoStats` at one moment.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IoStatsSnapshot {
     /// Bytes returned by positional reads.
     pub bytes_read: u64,

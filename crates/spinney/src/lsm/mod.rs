@@ -1,5 +1,6 @@
 //! The LSM table kind: memtables, SSTs, versions, compaction, iterators.
 
+pub(crate) mod compaction;
 pub(crate) mod cursor;
 pub(crate) mod iter;
 pub(crate) mod key;

@@ -13,16 +13,17 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::compaction::{self, Busy, OutputRange};
 use super::cursor::LsmCursor;
 use super::iter::InternalIterator;
 use super::key::{Kind, ParsedKey};
 use super::memtable::{MemGet, MemTable};
 use super::merge::MergingIter;
 use super::sst::{SstBuilder, SstInfo, SstOptions};
-use super::version::{FileMeta, Lookup, Version};
+use super::version::{Lookup, Version};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::limits::{L0_COMPACTION_TRIGGER, LSM_LEVELS};
+use crate::limits::LSM_LEVELS;
 use crate::manifest::FileRecord;
 use crate::options::TableOptions;
 
@@ -64,6 +65,27 @@ pub(crate) struct SuperVersion {
     /// Frozen memtables waiting for flush, oldest first.
     pub imms: Vec<Arc<Mem>>,
     pub version: Arc<Version>,
+    /// L0 runs and estimated pending compaction bytes of `version`, for backpressure.
+    pub pressure: Pressure,
+}
+
+/// The figures of a version that writers are throttled by.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Pressure {
+    pub l0_runs: usize,
+    pub pending_compaction_bytes: u64,
+}
+
+impl Pressure {
+    fn of(version: &Version, options: &TableOptions) -> Pressure {
+        Pressure {
+            l0_runs: version.level(0).len(),
+            pending_compaction_bytes: compaction::pending_compaction_bytes(
+                version,
+                &options.compaction,
+            ),
+        }
+    }
 }
 
 impl SuperVersion {
@@ -89,8 +111,13 @@ pub(crate) struct LsmTable {
     sv: Mutex<Arc<SuperVersion>>,
     /// Every entry up to this seqno is in the table's SSTs.
     pub flushed_seqno: AtomicU64,
-    /// Set while a flush or compaction of this table is running.
-    pub busy: AtomicBool,
+    /// What is running on this table; see `TableWork`.
+    pub work: Mutex<TableWork>,
+    /// Flush and compaction figures.
+    pub counters: Mutex<TableCounters>,
+    /// Bloom filter checks by point reads, and those that ruled a file out.
+    pub bloom_checks: AtomicU64,
+    pub bloom_negatives: AtomicU64,
 }
 
 impl LsmTable {
@@ -104,6 +131,7 @@ impl LsmTable {
         let sv = SuperVersion {
             mem: Arc::new(Mem::new()),
             imms: Vec::new(),
+            pressure: Pressure::of(&version, &options),
             version: Arc::new(version),
         };
         LsmTable {
@@ -113,7 +141,10 @@ impl LsmTable {
             dropped: AtomicBool::new(false),
             sv: Mutex::new(Arc::new(sv)),
             flushed_seqno: AtomicU64::new(flushed_seqno),
-            busy: AtomicBool::new(false),
+            work: Mutex::new(TableWork::default()),
+            counters: Mutex::new(TableCounters::default()),
+            bloom_checks: AtomicU64::new(0),
+            bloom_negatives: AtomicU64::new(0),
         }
     }
 
@@ -145,6 +176,7 @@ impl LsmTable {
             mem: Arc::new(Mem::new()),
             imms,
             version: Arc::clone(&sv.version),
+            pressure: sv.pressure,
         });
         true
     }
@@ -156,6 +188,7 @@ impl LsmTable {
         *sv = Arc::new(SuperVersion {
             mem: Arc::clone(&sv.mem),
             imms,
+            pressure: Pressure::of(&version, &self.options),
             version: Arc::new(version),
         });
     }
@@ -214,91 +247,64 @@ impl LsmTable {
         }
     }
 
-    /// Target size of L1; each deeper level is 10 times the one above.
-    fn level_target_bytes(&self, level: usize) -> u64 {
-        let base = (self.options.write_buffer_size as u64 * 4).max(1 << 20);
-        base.saturating_mul(10u64.saturating_pow(level.saturating_sub(1) as u32))
+    /// Whether this table's state calls for flush or compaction work now
+    /// (ignoring what is already running).
+    pub(crate) fn needs_work(&self) -> bool {
+        let sv = self.super_version();
+        !sv.imms.is_empty() || self.has_compaction(&sv.version)
     }
 
-    /// Size at which compaction output files are cut.
-    pub(crate) fn target_file_bytes(&self) -> u64 {
-        (self.options.write_buffer_size as u64).max(1 << 20)
-    }
-
-    /// The compaction this table needs most, if any (the policy: L0 by run
-    /// count, deeper levels by size against their target).
-    pub(crate) fn pick_compaction(&self, version: &Version) -> Option<CompactionPick> {
-        let l0 = version.level(0).len();
-        let mut best: Option<(f64, usize)> = None;
-        if l0 >= L0_COMPACTION_TRIGGER {
-            best = Some((l0 as f64 / L0_COMPACTION_TRIGGER as f64, 0));
-        }
-        for level in 1..LSM_LEVELS - 1 {
-            let score = version.level_bytes(level) as f64 / self.level_target_bytes(level) as f64;
-            if score >= 1.0 && best.is_none_or(|(s, _)| score > s) {
-                best = Some((score, level));
-            }
-        }
-        let (_, level) = best?;
-        Some(plan_compaction(version, level, None))
+    /// True when a compaction could be picked from `version` now.
+    pub(crate) fn has_compaction(&self, version: &Version) -> bool {
+        let work = self.work.lock();
+        let busy = Busy {
+            outputs: &work.running,
+        };
+        compaction::pick(version, &self.options.compaction, &busy).is_some()
     }
 }
 
-/// Which files a compaction merges, and where the output goes.
-pub(crate) struct CompactionPick {
-    pub level: usize,
-    pub inputs: Vec<Arc<FileMeta>>,
-    pub next_inputs: Vec<Arc<FileMeta>>,
+/// A table's flush and compaction activity. Changed only under the
+/// database's `bg` lock (this mutex is taken after it).
+#[derive(Default)]
+pub(crate) struct TableWork {
+    /// A flush of this table is running.
+    pub flushing: bool,
+    /// Output ranges of the running compactions.
+    pub running: Vec<OutputRange>,
+    /// Manual compactions and drops waiting for files to be free; the
+    /// background leaves the table's compactions alone meanwhile.
+    pub manual_waiting: usize,
+    /// `drop_table` waits for the running work to end; nothing new starts.
+    pub dropping: bool,
 }
 
-impl CompactionPick {
-    pub(crate) fn output_level(&self) -> usize {
-        self.level + 1
-    }
-
-    /// A single file with nothing to merge below moves down without a rewrite.
-    pub(crate) fn is_trivial_move(&self) -> bool {
-        self.inputs.len() == 1 && self.next_inputs.is_empty()
+impl TableWork {
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.flushing && self.running.is_empty()
     }
 }
 
-/// Plans a compaction of `level` into the next: for L0 every run; for a
-/// deeper level the file with the most bytes (or, with `all`, every file);
-/// plus the files of the next level they overlap.
-pub(crate) fn plan_compaction(version: &Version, level: usize, all: Option<()>) -> CompactionPick {
-    let inputs: Vec<Arc<FileMeta>> = if level == 0 || all.is_some() {
-        version.level(level).to_vec()
-    } else {
-        version
-            .level(level)
-            .iter()
-            .max_by_key(|f| f.record.size)
-            .cloned()
-            .into_iter()
-            .collect()
-    };
-    let lo = inputs
-        .iter()
-        .map(|f| f.smallest_user_key())
-        .min()
-        .unwrap_or_default()
-        .to_vec();
-    let hi = inputs
-        .iter()
-        .map(|f| f.largest_user_key())
-        .max()
-        .unwrap_or_default()
-        .to_vec();
-    let next_inputs = if inputs.is_empty() {
-        Vec::new()
-    } else {
-        version.overlapping(level + 1, &lo, &hi)
-    };
-    CompactionPick {
-        level,
-        inputs,
-        next_inputs,
-    }
+/// Compaction figures of one output level (RocksDB's per-level columns).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LevelCounters {
+    pub compactions: u64,
+    pub trivial_moves: u64,
+    pub micros: u64,
+    /// Bytes read from the levels above this one (for L0: none).
+    pub read_above: u64,
+    /// Bytes read from this level.
+    pub read_here: u64,
+    /// Bytes written to this level (for L0: by flushes).
+    pub written: u64,
+}
+
+/// Work figures of one table.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TableCounters {
+    pub levels: [LevelCounters; LSM_LEVELS],
+    pub flushes: u64,
+    pub flush_micros: u64,
 }
 
 /// Writes the entries of `iter` (already positioned at its first entry)

@@ -11,6 +11,7 @@
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use super::iter::InternalIterator;
@@ -30,6 +31,9 @@ pub(crate) struct FileMeta {
     fs: Arc<dyn Fs>,
     cache: Arc<Cache>,
     sst: OnceLock<Arc<Sst>>,
+    /// Set while a compaction has this file among its inputs (changed only
+    /// under the database's `bg` lock).
+    pub being_compacted: AtomicBool,
 }
 
 impl FileMeta {
@@ -45,6 +49,7 @@ impl FileMeta {
             fs,
             cache,
             sst: OnceLock::new(),
+            being_compacted: AtomicBool::new(false),
         }
     }
 
@@ -75,6 +80,10 @@ impl FileMeta {
 
     pub(crate) fn largest_user_key(&self) -> &[u8] {
         key::user_key(&self.record.largest)
+    }
+
+    pub(crate) fn is_being_compacted(&self) -> bool {
+        self.being_compacted.load(AtomicOrdering::Acquire)
     }
 
     /// True when the file's user-key range intersects `[lo, hi]`.
@@ -157,11 +166,33 @@ impl Version {
 
     /// Files of level `n` whose user-key range intersects `[lo, hi]`.
     pub(crate) fn overlapping(&self, n: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
-        self.level(n)
+        if n == 0 {
+            return self
+                .level(0)
+                .iter()
+                .filter(|f| f.overlaps(lo, hi))
+                .cloned()
+                .collect();
+        }
+        // Deeper levels are sorted and disjoint: binary search the first.
+        let level = self.level(n);
+        let start = level.partition_point(|f| f.largest_user_key() < lo);
+        level
+            .get(start..)
+            .unwrap_or(&[])
             .iter()
-            .filter(|f| f.overlaps(lo, hi))
+            .take_while(|f| f.smallest_user_key() <= hi)
             .cloned()
             .collect()
+    }
+
+    /// True when some file of level `n` (n >= 1) holds keys around `user_key`.
+    pub(crate) fn level_may_hold(&self, n: usize, user_key: &[u8]) -> bool {
+        let level = self.level(n);
+        let i = level.partition_point(|f| f.largest_user_key() < user_key);
+        level
+            .get(i)
+            .is_some_and(|f| f.smallest_user_key() <= user_key)
     }
 
     /// Checks the level invariants; a violation means the manifest is wrong.

@@ -19,7 +19,7 @@ use crate::encoding::{
 };
 use crate::error::{Error, Result};
 use crate::limits;
-use crate::options::{Compression, TableKind, TableOptions};
+use crate::options::{CompactionOptions, CompactionStyle, Compression, TableKind, TableOptions};
 
 /// Field tags of a version edit. On disk: never renumber.
 mod tag {
@@ -94,6 +94,14 @@ fn compression_code(c: Compression) -> u8 {
     }
 }
 
+fn style_code(s: CompactionStyle) -> u8 {
+    // On disk: never renumber.
+    match s {
+        CompactionStyle::Leveled => 1,
+        CompactionStyle::Tiered => 2,
+    }
+}
+
 impl VersionEdit {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -124,6 +132,17 @@ impl VersionEdit {
                 put_varint32(p, t.options.bloom_bits_per_key);
                 put_varint64(p, t.options.block_size as u64);
                 put_varint64(p, t.options.write_buffer_size as u64);
+                let c = &t.options.compaction;
+                put_u8(p, style_code(c.style));
+                put_varint32(p, c.l0_trigger);
+                put_varint32(p, c.fanout);
+                put_varint64(p, c.level_base_bytes);
+                put_u8(p, u8::from(c.dynamic_level_bytes));
+                put_varint64(p, c.target_file_size);
+                put_varint32(p, c.size_ratio_percent);
+                put_varint32(p, c.min_merge_width);
+                put_varint32(p, c.max_merge_width);
+                put_varint32(p, c.max_size_amplification_percent);
             });
         }
         for &id in &self.dropped {
@@ -252,12 +271,50 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
     let block_size = usize::try_from(p.varint64()?).map_err(|_| p.error("block size"))?;
     let write_buffer_size =
         usize::try_from(p.varint64()?).map_err(|_| p.error("write buffer size"))?;
+    let style_at = p.pos();
+    let style = match p.u8("compaction style")? {
+        1 => CompactionStyle::Leveled,
+        2 => CompactionStyle::Tiered,
+        _ => {
+            return Err(DecodeError {
+                offset: style_at,
+                what: "unknown compaction style",
+            })
+        }
+    };
+    let l0_trigger = p.varint32()?;
+    let fanout = p.varint32()?;
+    let level_base_bytes = p.varint64()?;
+    let dynamic_at = p.pos();
+    let dynamic_level_bytes = match p.u8("dynamic level bytes")? {
+        0 => false,
+        1 => true,
+        _ => {
+            return Err(DecodeError {
+                offset: dynamic_at,
+                what: "dynamic level bytes is neither 0 nor 1",
+            })
+        }
+    };
+    let compaction = CompactionOptions {
+        style,
+        l0_trigger,
+        fanout,
+        level_base_bytes,
+        dynamic_level_bytes,
+        target_file_size: p.varint64()?,
+        size_ratio_percent: p.varint32()?,
+        min_merge_width: p.varint32()?,
+        max_merge_width: p.varint32()?,
+        max_size_amplification_percent: p.varint32()?,
+    };
     let options = TableOptions {
         kind,
         compression,
         bloom_bits_per_key,
         block_size,
         write_buffer_size,
+        compaction,
     };
     if options.validate().is_err() {
         return Err(DecodeError {

@@ -1,0 +1,630 @@
+//! Which files to merge next: the leveled and tiered strategies, the
+//! manual compactions, and the figures that drive them (level targets,
+//! scores, pending compaction bytes).
+//!
+//! A strategy looks at one immutable `Version` and returns a `Compaction`
+//! naming its input files and its output level. It never picks a file that
+//! is already being compacted, nor an output range that a running compaction
+//! writes into at the same level, so several compactions of one table can run
+//! at once. Marking the chosen files is the caller's business (under the
+//! database's `bg` lock, so a pick and its marks are one step).
+//!
+//! Leveled (after LevelDB and RocksDB): L0 holds overlapping runs, newest
+//! first; deeper levels are one sorted run each. L0 is compacted into the
+//! level below when it holds `l0_trigger` runs; a deeper level when its
+//! bytes pass its target. With dynamic level sizing the last level's size
+//! sets the targets of the levels above it, divided by the fanout level by
+//! level, and L0 compacts into the highest level whose target is still at
+//! least `level_base_bytes / fanout` (the "base level"); the levels above the
+//! base stay empty.
+//!
+//! Tiered (after RocksDB's universal compaction and Cassandra's STCS): every
+//! L0 file is a sorted run, and so is each non-empty deeper level; runs are
+//! ordered newest first. When there are `l0_trigger` runs or more, the
+//! picker merges, in order of preference: every run, when the newer runs
+//! together pass `max_size_amplification_percent` of the oldest; a window of
+//! adjacent runs of similar size (each at most `size_ratio_percent` larger
+//! than the runs before it together); or the newest runs, enough to bring
+//! the count back to the trigger. A merge that reaches the oldest run writes
+//! the last level; any other writes one new L0 run in the window's place.
+
+use std::sync::Arc;
+
+use super::version::{FileMeta, Version};
+use crate::limits::LSM_LEVELS;
+use crate::options::{CompactionOptions, CompactionStyle};
+
+/// The last level of every table.
+pub(crate) const LAST_LEVEL: usize = LSM_LEVELS - 1;
+
+/// Why a compaction runs (shown in stats and logs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// Leveled: L0 reached its trigger.
+    L0Runs,
+    /// Leveled: a level passed its target size.
+    LevelSize,
+    /// Leveled: a level above the base level holds data.
+    AboveBase,
+    /// Tiered: the newer runs passed the space amplification limit.
+    SpaceAmplification,
+    /// Tiered: adjacent runs of similar size.
+    SizeRatio,
+    /// Tiered: too many runs.
+    RunCount,
+    /// `compact_level` or `compact_all`.
+    Manual,
+}
+
+/// A chosen compaction: input files by level and where the output goes.
+pub(crate) struct Compaction {
+    pub reason: Reason,
+    pub score: f64,
+    /// (level, files) with the shallowest level first; L0 files newest first.
+    pub inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
+    pub output_level: usize,
+    /// Output files are cut past this size; an L0 output is one file.
+    pub target_file_bytes: u64,
+}
+
+impl Compaction {
+    pub(crate) fn files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().flat_map(|(_, f)| f.iter())
+    }
+
+    pub(crate) fn contains(&self, number: u64) -> bool {
+        self.files().any(|f| f.record.number == number)
+    }
+
+    /// A single file with nothing to merge with moves down without a rewrite.
+    pub(crate) fn is_trivial_move(&self) -> bool {
+        match self.inputs.as_slice() {
+            [(level, files)] => {
+                files.len() == 1 && *level != self.output_level && self.output_level != 0
+            }
+            _ => false,
+        }
+    }
+
+    /// The user-key range the inputs (and so the outputs) cover.
+    pub(crate) fn key_range(&self) -> (Vec<u8>, Vec<u8>) {
+        key_hull(self.files())
+    }
+
+    /// Bytes read from the output level, and from the levels above it.
+    pub(crate) fn input_bytes(&self) -> (u64, u64) {
+        let mut from_output = 0;
+        let mut from_above = 0;
+        for (level, files) in &self.inputs {
+            let bytes: u64 = files.iter().map(|f| f.record.size).sum();
+            if *level == self.output_level {
+                from_output += bytes;
+            } else {
+                from_above += bytes;
+            }
+        }
+        (from_output, from_above)
+    }
+
+    /// Index, in the L0 list of `version`, of the oldest L0 input.
+    fn last_l0_input_index(&self, version: &Version) -> Option<usize> {
+        let l0: Vec<u64> = self
+            .inputs
+            .iter()
+            .filter(|(l, _)| *l == 0)
+            .flat_map(|(_, f)| f.iter().map(|f| f.record.number))
+            .collect();
+        version
+            .level(0)
+            .iter()
+            .rposition(|f| l0.contains(&f.record.number))
+    }
+
+    /// A test, fixed at pick time against `base`, of whether a run older
+    /// than every input may hold `user_key` (then a tombstone for it must be
+    /// kept). Conservative: it may answer yes for data a concurrent
+    /// compaction has since dropped, never no for data that is there.
+    pub(crate) fn older_runs(&self, base: &Version) -> OlderRuns {
+        let mut l0 = Vec::new();
+        if let Some(i) = self.last_l0_input_index(base) {
+            l0 = base.level(0).get(i + 1..).unwrap_or(&[]).to_vec();
+        }
+        let shallowest = self
+            .inputs
+            .iter()
+            .map(|(l, _)| *l)
+            .min()
+            .unwrap_or(LAST_LEVEL)
+            .max(1);
+        let mut levels = Version::empty();
+        for (n, files) in base.levels.iter().enumerate().skip(shallowest) {
+            let kept: Vec<Arc<FileMeta>> = files
+                .iter()
+                .filter(|f| !self.contains(f.record.number))
+                .cloned()
+                .collect();
+            if let Some(l) = levels.levels.get_mut(n) {
+                *l = kept;
+            }
+        }
+        OlderRuns { l0, levels }
+    }
+}
+
+/// The files older than a compaction's inputs (see `Compaction::older_runs`).
+pub(crate) struct OlderRuns {
+    l0: Vec<Arc<FileMeta>>,
+    levels: Version,
+}
+
+impl OlderRuns {
+    pub(crate) fn may_hold(&self, user_key: &[u8]) -> bool {
+        self.l0.iter().any(|f| f.overlaps(user_key, user_key))
+            || (1..LSM_LEVELS).any(|n| self.levels.level_may_hold(n, user_key))
+    }
+}
+
+fn key_hull<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> (Vec<u8>, Vec<u8>) {
+    let mut lo: Option<&[u8]> = None;
+    let mut hi: Option<&[u8]> = None;
+    for f in files {
+        let s = f.smallest_user_key();
+        let l = f.largest_user_key();
+        if lo.is_none_or(|x| s < x) {
+            lo = Some(s);
+        }
+        if hi.is_none_or(|x| l > x) {
+            hi = Some(l);
+        }
+    }
+    (
+        lo.unwrap_or_default().to_vec(),
+        hi.unwrap_or_default().to_vec(),
+    )
+}
+
+/// A key range a running compaction writes into at one level.
+#[derive(Debug, Clone)]
+pub(crate) struct OutputRange {
+    pub level: usize,
+    pub lo: Vec<u8>,
+    pub hi: Vec<u8>,
+}
+
+/// What a picker must stay clear of: the output ranges of running compactions.
+pub(crate) struct Busy<'a> {
+    pub outputs: &'a [OutputRange],
+}
+
+impl Busy<'_> {
+    /// True when `c` could run now: no input is being compacted and its
+    /// output range is clear at its output level (L0 outputs may overlap).
+    fn allows(&self, c: &Compaction) -> bool {
+        if c.files().any(|f| f.is_being_compacted()) {
+            return false;
+        }
+        if c.output_level == 0 {
+            return true;
+        }
+        let (lo, hi) = c.key_range();
+        !self
+            .outputs
+            .iter()
+            .any(|r| r.level == c.output_level && r.lo.as_slice() <= hi.as_slice() && lo <= r.hi)
+    }
+}
+
+/// Per-level target sizes of a leveled table, and its base level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LevelTargets {
+    pub base_level: usize,
+    /// `targets[n]` for n >= 1; `targets[0]` is unused (L0 is judged by runs).
+    pub targets: [u64; LSM_LEVELS],
+}
+
+pub(crate) fn level_targets(version: &Version, opts: &CompactionOptions) -> LevelTargets {
+    let fanout = u64::from(opts.fanout);
+    let mut targets = [0u64; LSM_LEVELS];
+    let base_level;
+    if opts.dynamic_level_bytes {
+        let biggest = (1..LSM_LEVELS)
+            .map(|n| version.level_bytes(n))
+            .max()
+            .unwrap_or(0);
+        let mut level = LAST_LEVEL;
+        let mut size = biggest.max(1);
+        while level > 1 && size > opts.level_base_bytes {
+            size /= fanout;
+            level -= 1;
+        }
+        base_level = level;
+        // The base level gets at least base / fanout, so that L0 does not
+        // compact into a tiny level again and again.
+        size = size.max(opts.level_base_bytes / fanout).max(1);
+        for t in targets.iter_mut().skip(base_level) {
+            *t = size;
+            size = size.saturating_mul(fanout);
+        }
+    } else {
+        base_level = 1;
+        let mut size = opts.level_base_bytes;
+        for t in targets.iter_mut().skip(1) {
+            *t = size;
+            size = size.saturating_mul(fanout);
+        }
+    }
+    LevelTargets {
+        base_level,
+        targets,
+    }
+}
+
+/// The level L0 compacts into: the base level, unless a level above it
+/// still holds data (then the first such level, so that newer data never
+/// lands below older data).
+pub(crate) fn l0_output_level(version: &Version, opts: &CompactionOptions) -> usize {
+    if opts.style == CompactionStyle::Tiered {
+        return 1;
+    }
+    let base = level_targets(version, opts).base_level;
+    (1..base)
+        .find(|&n| !version.level(n).is_empty())
+        .unwrap_or(base)
+}
+
+/// Compaction score of each level: >= 1 means the level needs compacting.
+/// L0 by runs against the trigger; deeper levels by bytes (of files not
+/// already being compacted) against their target. The last level has none.
+pub(crate) fn level_scores(version: &Version, opts: &CompactionOptions) -> [f64; LSM_LEVELS] {
+    let mut scores = [0.0; LSM_LEVELS];
+    let l0_free = version
+        .level(0)
+        .iter()
+        .filter(|f| !f.is_being_compacted())
+        .count();
+    scores[0] = l0_free as f64 / f64::from(opts.l0_trigger);
+    if opts.style == CompactionStyle::Tiered {
+        return scores;
+    }
+    let t = level_targets(version, opts);
+    let base_target = t.targets.get(t.base_level).copied().unwrap_or(1).max(1);
+    for (n, score) in scores.iter_mut().enumerate().take(LAST_LEVEL).skip(1) {
+        let bytes: u64 = version
+            .level(n)
+            .iter()
+            .filter(|f| !f.is_being_compacted())
+            .map(|f| f.record.size)
+            .sum();
+        let target = t.targets.get(n).copied().unwrap_or(1).max(1);
+        *score = if n < t.base_level {
+            if bytes > 0 {
+                1.0 + bytes as f64 / base_target as f64
+            } else {
+                0.0
+            }
+        } else {
+            bytes as f64 / target as f64
+        };
+    }
+    scores
+}
+
+/// An estimate of the bytes compaction must rewrite to bring every level
+/// within its target (after RocksDB's estimate): backpressure uses it.
+pub(crate) fn pending_compaction_bytes(version: &Version, opts: &CompactionOptions) -> u64 {
+    match opts.style {
+        CompactionStyle::Tiered => {
+            let runs = sorted_runs(version);
+            if runs.len() < opts.l0_trigger as usize {
+                return 0;
+            }
+            runs.iter()
+                .take(runs.len().saturating_sub(1))
+                .map(|r| r.bytes)
+                .sum()
+        }
+        CompactionStyle::Leveled => {
+            let t = level_targets(version, opts);
+            let mut pending = 0u64;
+            if version.level(0).len() >= opts.l0_trigger as usize {
+                pending += version.level_bytes(0) + version.level_bytes(t.base_level);
+            }
+            let mut carried = 0u64;
+            for n in 1..LAST_LEVEL {
+                let bytes = version.level_bytes(n) + carried;
+                let target = if n < t.base_level { 0 } else { t.targets[n] };
+                carried = 0;
+                if bytes > target {
+                    let excess = bytes - target;
+                    let ratio = version.level_bytes(n + 1) / bytes.max(1);
+                    pending = pending.saturating_add(excess.saturating_mul(ratio + 1));
+                    carried = excess;
+                }
+            }
+            pending
+        }
+    }
+}
+
+/// The compaction a table needs most, among those that can run now.
+pub(crate) fn pick(
+    version: &Version,
+    opts: &CompactionOptions,
+    busy: &Busy<'_>,
+) -> Option<Compaction> {
+    match opts.style {
+        CompactionStyle::Leveled => pick_leveled(version, opts, busy),
+        CompactionStyle::Tiered => pick_tiered(version, opts, busy),
+    }
+}
+
+fn pick_leveled(
+    version: &Version,
+    opts: &CompactionOptions,
+    busy: &Busy<'_>,
+) -> Option<Compaction> {
+    let scores = level_scores(version, opts);
+    let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&n| scores[n] >= 1.0).collect();
+    order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]));
+    for level in order {
+        let score = scores[level];
+        if level == 0 {
+            // One L0 compaction at a time: it takes every run.
+            if version.level(0).iter().any(|f| f.is_being_compacted()) {
+                continue;
+            }
+            let output = l0_output_level(version, opts);
+            let mut c = level_into_next(version, 0, output, opts);
+            c.reason = Reason::L0Runs;
+            c.score = score;
+            if busy.allows(&c) {
+                return Some(c);
+            }
+            continue;
+        }
+        let reason = if level < level_targets(version, opts).base_level {
+            Reason::AboveBase
+        } else {
+            Reason::LevelSize
+        };
+        // The file whose overlap with the next level is smallest for its
+        // size: the least rewriting per byte moved down.
+        let mut candidates: Vec<(f64, Compaction)> = version
+            .level(level)
+            .iter()
+            .filter(|f| !f.is_being_compacted())
+            .map(|f| {
+                let next =
+                    version.overlapping(level + 1, f.smallest_user_key(), f.largest_user_key());
+                let overlap: u64 = next.iter().map(|g| g.record.size).sum();
+                let mut inputs = vec![(level, vec![Arc::clone(f)])];
+                if !next.is_empty() {
+                    inputs.push((level + 1, next));
+                }
+                let c = Compaction {
+                    reason,
+                    score,
+                    inputs,
+                    output_level: level + 1,
+                    target_file_bytes: opts.target_file_size,
+                };
+                (overlap as f64 / f.record.size.max(1) as f64, c)
+            })
+            .collect();
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((_, c)) = candidates.into_iter().find(|(_, c)| busy.allows(c)) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Every file of `level` and the files of `output` they overlap.
+fn level_into_next(
+    version: &Version,
+    level: usize,
+    output: usize,
+    opts: &CompactionOptions,
+) -> Compaction {
+    let files = version.level(level).to_vec();
+    let (lo, hi) = key_hull(files.iter());
+    let mut inputs = vec![(level, files)];
+    if !inputs.iter().all(|(_, f)| f.is_empty()) {
+        let next = version.overlapping(output, &lo, &hi);
+        if !next.is_empty() {
+            inputs.push((output, next));
+        }
+    }
+    Compaction {
+        reason: Reason::Manual,
+        score: 0.0,
+        inputs,
+        output_level: output,
+        target_file_bytes: opts.target_file_size,
+    }
+}
+
+/// A sorted run of a tiered table: one L0 file, or one whole deeper level.
+struct Run {
+    level: usize,
+    files: Vec<Arc<FileMeta>>,
+    bytes: u64,
+}
+
+impl Run {
+    fn busy(&self) -> bool {
+        self.files.iter().any(|f| f.is_being_compacted())
+    }
+}
+
+/// The table's sorted runs, newest first.
+fn sorted_runs(version: &Version) -> Vec<Run> {
+    let mut runs: Vec<Run> = version
+        .level(0)
+        .iter()
+        .map(|f| Run {
+            level: 0,
+            files: vec![Arc::clone(f)],
+            bytes: f.record.size,
+        })
+        .collect();
+    for n in 1..LSM_LEVELS {
+        let files = version.level(n);
+        if !files.is_empty() {
+            runs.push(Run {
+                level: n,
+                files: files.to_vec(),
+                bytes: version.level_bytes(n),
+            });
+        }
+    }
+    runs
+}
+
+fn pick_tiered(version: &Version, opts: &CompactionOptions, busy: &Busy<'_>) -> Option<Compaction> {
+    let runs = sorted_runs(version);
+    let n = runs.len();
+    let trigger = opts.l0_trigger as usize;
+    if n < trigger.max(2) {
+        return None;
+    }
+    let score = n as f64 / trigger as f64;
+    let window = |start: usize, end: usize, reason: Reason| -> Option<Compaction> {
+        let chosen = runs.get(start..end)?;
+        let reaches_oldest = end == n;
+        let output_level = if reaches_oldest {
+            LAST_LEVEL
+        } else {
+            chosen.iter().map(|r| r.level).max().unwrap_or(0)
+        };
+        let mut inputs: Vec<(usize, Vec<Arc<FileMeta>>)> = Vec::new();
+        for r in chosen {
+            match inputs.last_mut() {
+                Some((level, files)) if *level == r.level => files.extend(r.files.iter().cloned()),
+                _ => inputs.push((r.level, r.files.clone())),
+            }
+        }
+        let c = Compaction {
+            reason,
+            score,
+            inputs,
+            output_level,
+            target_file_bytes: if output_level == 0 {
+                u64::MAX
+            } else {
+                opts.target_file_size
+            },
+        };
+        busy.allows(&c).then_some(c)
+    };
+
+    // 1. Space amplification: everything into one run.
+    if let Some((oldest, newer)) = runs.split_last() {
+        let newer_bytes: u64 = newer.iter().map(|r| r.bytes).sum();
+        if newer_bytes.saturating_mul(100)
+            >= oldest
+                .bytes
+                .saturating_mul(u64::from(opts.max_size_amplification_percent))
+            && !runs.iter().any(Run::busy)
+        {
+            if let Some(c) = window(0, n, Reason::SpaceAmplification) {
+                return Some(c);
+            }
+        }
+    }
+    // 2. Adjacent runs of similar size.
+    let ratio = u64::from(opts.size_ratio_percent);
+    let (min_w, max_w) = (opts.min_merge_width as usize, opts.max_merge_width as usize);
+    for start in 0..n {
+        let Some(first) = runs.get(start) else { break };
+        if first.busy() {
+            continue;
+        }
+        let mut sum = first.bytes;
+        let mut end = start + 1;
+        while end < n && end - start < max_w {
+            let Some(r) = runs.get(end) else { break };
+            if r.busy() || r.bytes.saturating_mul(100) > sum.saturating_mul(100 + ratio) {
+                break;
+            }
+            sum += r.bytes;
+            end += 1;
+        }
+        if end - start >= min_w {
+            if let Some(c) = window(start, end, Reason::SizeRatio) {
+                return Some(c);
+            }
+        }
+    }
+    // 3. Too many runs: merge the newest free ones down to the trigger.
+    if n > trigger {
+        let start = runs.iter().position(|r| !r.busy())?;
+        let want = (n - trigger + 1).max(2);
+        let mut end = start;
+        while end < n && end - start < want {
+            if runs.get(end).is_some_and(Run::busy) {
+                break;
+            }
+            end += 1;
+        }
+        if end - start >= 2 {
+            return window(start, end, Reason::RunCount);
+        }
+    }
+    None
+}
+
+/// `compact_level(level)`: every file of `level` into the level below it
+/// (for L0 of a leveled table, the level L0 compacts into). None when the
+/// level is empty; Err(()) when some of the files are being compacted now.
+pub(crate) fn manual_level(
+    version: &Version,
+    opts: &CompactionOptions,
+    level: usize,
+    busy: &Busy<'_>,
+) -> Result<Option<Compaction>, ()> {
+    if version.level(level).is_empty() {
+        return Ok(None);
+    }
+    let output = if level == 0 {
+        l0_output_level(version, opts)
+    } else {
+        level + 1
+    };
+    let c = level_into_next(version, level, output, opts);
+    if busy.allows(&c) {
+        Ok(Some(c))
+    } else {
+        Err(())
+    }
+}
+
+/// `compact_all`: every file into one sorted run in the last level.
+pub(crate) fn manual_all(
+    version: &Version,
+    opts: &CompactionOptions,
+    busy: &Busy<'_>,
+) -> Result<Option<Compaction>, ()> {
+    let inputs: Vec<(usize, Vec<Arc<FileMeta>>)> = version
+        .levels
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.is_empty())
+        .map(|(n, f)| (n, f.clone()))
+        .collect();
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let c = Compaction {
+        reason: Reason::Manual,
+        score: 0.0,
+        inputs,
+        output_level: LAST_LEVEL,
+        target_file_bytes: opts.target_file_size,
+    };
+    if busy.allows(&c) {
+        Ok(Some(c))
+    } else {
+        Err(())
+    }
+}
