@@ -4,24 +4,49 @@
 //! Method: for several seeds, 12,000 random operations over two tables —
 //! puts, deletes, batches spanning both tables, point reads, bounded scans
 //! in both directions, cursor walks that change direction, snapshots read
-//! later, flushes, full compactions, and close/reopen. Small write buffers
-//! make flushes and background compactions happen throughout.
+//! later, flushes, compactions of one level and full compactions, and
+//! close/reopen. Small write buffers and level targets make flushes and
+//! compactions happen throughout, under each compaction style and each
+//! work model: background threads, autowork (0 threads), and
+//! application-driven `Db::work`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spinney::{Db, Options, ReadOptions, Snapshot, Table, TableOptions, WriteBatch};
+use spinney::{
+    CompactionOptions, CompactionStyle, Db, Options, ReadOptions, Snapshot, Table, TableOptions,
+    WriteBatch,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const TABLES: [&str; 2] = ["alpha", "beta"];
 
-fn table_options() -> TableOptions {
+/// A compaction style per table and a work model.
+#[derive(Clone, Copy)]
+struct Config {
+    styles: [CompactionStyle; 2],
+    background_threads: usize,
+    autowork: bool,
+}
+
+fn table_options(style: CompactionStyle) -> TableOptions {
+    let base = match style {
+        CompactionStyle::Leveled => CompactionOptions::leveled(),
+        CompactionStyle::Tiered => CompactionOptions::tiered(),
+    };
     TableOptions {
         write_buffer_size: 64 << 10,
         block_size: 512,
+        compaction: CompactionOptions {
+            fanout: 4,
+            level_base_bytes: 128 << 10,
+            target_file_size: 64 << 10,
+            l0_trigger: 3,
+            ..base
+        },
         ..TableOptions::default()
     }
 }
@@ -92,10 +117,13 @@ struct Harness {
     tables: Vec<Table>,
     models: Vec<Model>,
     snapshots: Vec<(Snapshot, Vec<Model>)>,
+    config: Config,
+    /// Compactions run by the databases closed so far.
+    compactions: u64,
 }
 
 impl Harness {
-    fn new() -> Harness {
+    fn new(config: Config) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut h = Harness {
             dir,
@@ -103,6 +131,8 @@ impl Harness {
             tables: Vec::new(),
             models: vec![Model::new(); 2],
             snapshots: Vec::new(),
+            config,
+            compactions: 0,
         };
         h.open();
         h
@@ -115,12 +145,15 @@ impl Harness {
     fn open(&mut self) {
         let options = Options {
             cache_size: 256 << 10,
+            background_threads: self.config.background_threads,
+            autowork: self.config.autowork,
             ..Options::default()
         };
         let db = Db::open(self.dir.path(), options).expect("open");
         self.tables = TABLES
             .iter()
-            .map(|n| db.open_table(n, table_options()).expect("table"))
+            .zip(self.config.styles)
+            .map(|(n, style)| db.open_table(n, table_options(style)).expect("table"))
             .collect();
         self.db = Some(db);
     }
@@ -128,7 +161,9 @@ impl Harness {
     fn reopen(&mut self) {
         self.snapshots.clear();
         self.tables.clear();
-        self.db.take().expect("open").close().expect("close");
+        let db = self.db.take().expect("open");
+        self.compactions += db.stats().compactions;
+        db.close().expect("close");
         self.open();
     }
 
@@ -268,9 +303,19 @@ impl Harness {
                     }
                 }
             }
-            95..=96 => self.db().flush().expect("flush"),
-            97 => self.tables[t].compact_all().expect("compact"),
-            _ => self.reopen(),
+            95 => self.db().flush().expect("flush"),
+            96 => match rng.gen_range(0..4) {
+                0 => self.tables[t].compact_all().expect("compact all"),
+                1 => self.db().wait_for_compaction().expect("wait"),
+                n => self.tables[t].compact_level(n - 2).expect("compact level"),
+            },
+            97 => {
+                // The application's own work calls (they find nothing to do
+                // while background threads keep up).
+                self.db().work(rng.gen_range(0..1 << 20)).expect("work");
+            }
+            _ if rng.gen_bool(0.5) => self.reopen(),
+            _ => {}
         }
     }
 
@@ -290,9 +335,9 @@ impl Harness {
     }
 }
 
-fn run(seed: u64, ops: usize) {
+fn run(seed: u64, ops: usize, config: Config) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut h = Harness::new();
+    let mut h = Harness::new(config);
     for i in 0..ops {
         h.step(&mut rng);
         if i % 2000 == 1999 {
@@ -302,6 +347,8 @@ fn run(seed: u64, ops: usize) {
     h.check_all();
     h.db().wait_for_compaction().expect("wait");
     assert!(h.db().verify().expect("verify") > 0);
+    let compactions = h.compactions + h.db().stats().compactions;
+    assert!(compactions > 0, "no compaction ran");
     h.reopen();
     h.check_all();
     let stats = h.db().stats();
@@ -311,22 +358,67 @@ fn run(seed: u64, ops: usize) {
         .all(|t| t.levels.iter().map(|l| l.files).sum::<usize>() > 0));
 }
 
+const LEVELED: CompactionStyle = CompactionStyle::Leveled;
+const TIERED: CompactionStyle = CompactionStyle::Tiered;
+
 #[test]
-fn model_seed_1() {
-    run(1, 12_000);
+fn model_leveled_two_threads() {
+    let config = Config {
+        styles: [LEVELED, LEVELED],
+        background_threads: 2,
+        autowork: true,
+    };
+    run(1, 12_000, config);
 }
 
 #[test]
-fn model_seed_2() {
-    run(2, 12_000);
+fn model_tiered_two_threads() {
+    let config = Config {
+        styles: [TIERED, TIERED],
+        background_threads: 2,
+        autowork: true,
+    };
+    run(2, 12_000, config);
 }
 
 #[test]
-fn model_seed_3() {
-    run(3, 12_000);
+fn model_leveled_autowork() {
+    let config = Config {
+        styles: [LEVELED, LEVELED],
+        background_threads: 0,
+        autowork: true,
+    };
+    run(3, 12_000, config);
 }
 
 #[test]
-fn model_seed_4() {
-    run(4, 12_000);
+fn model_tiered_autowork() {
+    let config = Config {
+        styles: [TIERED, TIERED],
+        background_threads: 0,
+        autowork: true,
+    };
+    run(4, 12_000, config);
+}
+
+#[test]
+fn model_both_styles_application_driven_work() {
+    // No threads and no autowork: only `Db::work`, manual operations and
+    // writers that would otherwise stall do the work.
+    let config = Config {
+        styles: [LEVELED, TIERED],
+        background_threads: 0,
+        autowork: false,
+    };
+    run(5, 12_000, config);
+}
+
+#[test]
+fn model_both_styles_one_thread() {
+    let config = Config {
+        styles: [TIERED, LEVELED],
+        background_threads: 1,
+        autowork: true,
+    };
+    run(6, 12_000, config);
 }
