@@ -314,8 +314,11 @@ impl Harness {
                 // while background threads keep up).
                 self.db().work(rng.gen_range(0..1 << 20)).expect("work");
             }
-            _ if rng.gen_bool(0.5) => self.reopen(),
-            _ => {}
+            _ => {
+                if rng.gen_bool(0.5) {
+                    self.reopen();
+                }
+            }
         }
     }
 
