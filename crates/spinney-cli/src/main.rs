@@ -22,6 +22,12 @@ struct Cli {
     /// Keys and values are hexadecimal, on input and output.
     #[arg(long, global = true)]
     hex: bool,
+    /// Background threads for flushes and compactions (0: the writer does the work).
+    #[arg(long, global = true, default_value_t = 2)]
+    background_threads: usize,
+    /// Block cache size in bytes.
+    #[arg(long, global = true, default_value_t = 64 << 20)]
+    cache_size: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -110,13 +116,17 @@ enum Command {
         #[arg(long)]
         limit: Option<u64>,
     },
-    /// Write `count` sample entries (key000000000001 ...) and read them back.
+    /// Write `count` sample entries (16-byte keys key0000000000001 ...) and
+    /// read them back; prints the rates and the peak resident memory.
     Load {
         table: String,
         #[arg(long, default_value_t = 100_000)]
         count: u64,
         #[arg(long, default_value_t = 100)]
         value_size: usize,
+        /// Write the keys in a scattered order instead of ascending.
+        #[arg(long)]
+        random: bool,
     },
     /// Flush every table's memtables to files.
     Flush,
@@ -216,6 +226,21 @@ fn write_out(out: &mut impl Write, line: std::fmt::Arguments<'_>) -> Result<(), 
     }
 }
 
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The process's peak resident set size (Linux: VmHWM), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
     serde_json::to_string_pretty(value).map_err(|e| {
         Failure::Error(spinney::Error::InvalidArgument(format!(
@@ -239,6 +264,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let must_exist = !matches!(cli.command, Command::Create { .. } | Command::Load { .. });
     let options = Options {
         create_if_missing: !must_exist,
+        background_threads: cli.background_threads,
+        cache_size: cli.cache_size,
         ..Options::default()
     };
     let db = Db::open(&dir, options)?;
@@ -362,13 +389,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
             table,
             count,
             value_size,
+            random,
         } => {
             let t = db.open_table(&table, TableOptions::default())?;
+            // Random order: a fixed permutation of 0..count (i * step + 1 mod
+            // count, with step coprime to count), so every key is written once.
+            let step = (0x9E37_79B9_7F4A_7C15u64 % count.max(1)..)
+                .find(|s| gcd(*s, count) == 1)
+                .unwrap_or(1);
+            let key_of = |i: u64| -> String {
+                let n = if random && count > 0 {
+                    ((u128::from(i) * u128::from(step) + 1) % u128::from(count)) as u64
+                } else {
+                    i
+                };
+                format!("key{n:013}")
+            };
             let start = std::time::Instant::now();
             let value = vec![b'v'; value_size];
             let mut batch = spinney::WriteBatch::new();
             for i in 0..count {
-                batch.put(&t, format!("key{i:012}").as_bytes(), &value);
+                batch.put(&t, key_of(i).as_bytes(), &value);
                 if batch.len() >= 1000 {
                     db.write(std::mem::take(&mut batch))?;
                 }
@@ -378,7 +419,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let start = std::time::Instant::now();
             let mut found = 0u64;
             for i in 0..count {
-                if t.get(format!("key{i:012}").as_bytes())?.is_some() {
+                if t.get(key_of(i).as_bytes())?.is_some() {
                     found += 1;
                 }
             }
@@ -394,6 +435,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     count as f64 / read.as_secs_f64().max(1e-9)
                 ),
             )?;
+            if let Some(peak) = peak_rss_kib() {
+                write_out(
+                    &mut out,
+                    format_args!("peak resident memory {:.1} MiB\n", peak as f64 / 1024.0),
+                )?;
+            }
             if found != count {
                 return Err(Failure::Usage(format!(
                     "only {found} of {count} entries read back"
