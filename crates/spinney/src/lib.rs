@@ -1,6 +1,6 @@
 //! spinney: an embedded storage engine whose tables are B-trees or LSM
 //! trees, chosen per table, in one database with one write-ahead log, one
-//! cache budget, one background worker, and atomic writes across tables.
+//! cache budget, one set of background workers, and atomic writes across tables.
 //!
 //! This release provides LSM tables; B-tree tables come next and will take
 //! the same API (`TableOptions::kind`).

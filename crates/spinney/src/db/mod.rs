@@ -3,12 +3,13 @@
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it by reference or in an
 //! `Arc`. Writers go through one group-commit queue (`write.rs`); readers take
-//! a table's `SuperVersion` and read without locks; one background worker
-//! flushes and compacts (`work.rs`).
+//! a table's `SuperVersion` and read without locks; background threads (or
+//! writers, or the application) run flushes and compactions (`work.rs`).
 //!
 //! Lock order, to stay free of deadlocks: `writers` → `commit` → `bg` → `vs`
 //! → `wal` → a table's super-version lock; a thread holding a later lock
-//! never takes an earlier one.
+//! never takes an earlier one. A table's `work` lock is taken only under
+//! `bg`, and nothing is taken under it.
 
 mod open;
 mod stats;
@@ -209,7 +210,7 @@ impl DbInner {
 }
 
 /// A spinney database: a directory of named tables sharing one log, one
-/// cache and one background worker.
+/// cache and one set of background workers.
 ///
 /// ```
 /// # fn main() -> spinney::Result<()> {
