@@ -215,13 +215,20 @@ pub(crate) fn work(db: &DbInner, budget: u64) -> Result<WorkDone> {
 }
 
 /// Autowork: after a commit that froze a memtable, with no background
-/// threads, the writer does the pending work.
+/// threads, the writer does the pending work — up to `AUTOWORK_BUDGET`
+/// bytes, so that a writer is not kept working for as long as other
+/// writers make more work; the rest is done after a later commit (and
+/// backpressure makes sure it is).
 pub(crate) fn autowork(db: &DbInner, tables: &[Arc<LsmTable>]) -> Result<()> {
     if tables.iter().all(|t| t.super_version().imms.is_empty()) {
         return Ok(());
     }
-    work(db, u64::MAX).map(|_| ())
+    work(db, AUTOWORK_BUDGET).map(|_| ())
 }
+
+/// Bytes a writer writes in one round of autowork (jobs are not split, so
+/// one large compaction may pass it).
+const AUTOWORK_BUDGET: u64 = 64 << 20;
 
 /// Blocks until no table has pending flushes or compactions. With no
 /// background threads, the caller does the work.

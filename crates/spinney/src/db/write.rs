@@ -280,6 +280,11 @@ fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
                 let _ = MutexGuard::unlocked(&mut bg, || work::run_claimed(db, job));
                 continue;
             }
+            if bg.running == 0 {
+                // Nothing runs and nothing can be claimed (a threshold set
+                // below what triggers compaction): waiting would never end.
+                break Ok(());
+            }
             db.bg_work.notify_all();
             db.bg_done.wait(&mut bg);
             continue;

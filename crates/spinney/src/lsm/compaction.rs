@@ -314,14 +314,12 @@ pub(crate) fn level_scores(version: &Version, opts: &CompactionOptions) -> [f64;
 pub(crate) fn pending_compaction_bytes(version: &Version, opts: &CompactionOptions) -> u64 {
     match opts.style {
         CompactionStyle::Tiered => {
-            let runs = sorted_runs(version);
-            if runs.len() < opts.l0_trigger as usize {
-                return 0;
-            }
-            runs.iter()
-                .take(runs.len().saturating_sub(1))
-                .map(|r| r.bytes)
-                .sum()
+            // The merge the picker would run next, if any (a tiered table
+            // owes nothing until a merge is due).
+            let idle = Busy { outputs: &[] };
+            pick_tiered(version, opts, &idle)
+                .map(|c| c.files().map(|f| f.record.size).sum())
+                .unwrap_or(0)
         }
         CompactionStyle::Leveled => {
             let t = level_targets(version, opts);
