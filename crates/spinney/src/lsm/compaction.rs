@@ -626,3 +626,200 @@ pub(crate) fn manual_all(
         Err(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Cache;
+    use crate::fs::OsFs;
+    use crate::lsm::key::{internal_key, Kind};
+    use crate::manifest::FileRecord;
+
+    const MIB: u64 = 1 << 20;
+
+    fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMeta> {
+        let record = FileRecord {
+            number,
+            size,
+            entries: 1,
+            smallest: internal_key(lo.as_bytes(), number, Kind::Put),
+            largest: internal_key(hi.as_bytes(), number, Kind::Put),
+            seqno_min: number,
+            seqno_max: number,
+        };
+        Arc::new(FileMeta::new(
+            record,
+            format!("/nonexistent/{number}.sst").into(),
+            Arc::new(OsFs::new()),
+            Arc::new(Cache::new(0)),
+        ))
+    }
+
+    fn version(levels: Vec<(usize, Vec<Arc<FileMeta>>)>) -> Version {
+        let mut v = Version::empty();
+        for (n, files) in levels {
+            v.levels[n] = files;
+        }
+        v
+    }
+
+    const IDLE: Busy<'static> = Busy { outputs: &[] };
+
+    #[test]
+    fn dynamic_targets_size_the_levels_from_the_last_one_up() {
+        let opts = CompactionOptions::leveled();
+        let empty = Version::empty();
+        assert_eq!(level_targets(&empty, &opts).base_level, LAST_LEVEL);
+        // 1 GiB in the last level: 1024 -> 102.4 (L5, above 64) -> 10.24
+        // MiB (L4, at most 64): L4 is the base level.
+        let v = version(vec![(6, vec![file(1, "a", "z", 1024 * MIB)])]);
+        let t = level_targets(&v, &opts);
+        assert_eq!(t.base_level, 4);
+        assert_eq!(t.targets[4], 1024 * MIB / 100);
+        assert_eq!(t.targets[5], t.targets[4] * 10);
+        assert_eq!(t.targets[6], t.targets[4] * 100);
+        assert_eq!(l0_output_level(&v, &opts), 4);
+        // Data above the base level: L0 goes there, not below it.
+        let v = version(vec![
+            (2, vec![file(2, "a", "b", MIB)]),
+            (6, vec![file(1, "a", "z", 1024 * MIB)]),
+        ]);
+        assert_eq!(l0_output_level(&v, &opts), 2);
+        let scores = level_scores(&v, &opts);
+        assert!(
+            scores[2] > 1.0,
+            "a level above the base must drain: {scores:?}"
+        );
+    }
+
+    #[test]
+    fn static_targets_start_at_l1() {
+        let opts = CompactionOptions {
+            dynamic_level_bytes: false,
+            ..CompactionOptions::leveled()
+        };
+        let t = level_targets(&Version::empty(), &opts);
+        assert_eq!(t.base_level, 1);
+        assert_eq!(t.targets[1], 64 * MIB);
+        assert_eq!(t.targets[2], 640 * MIB);
+    }
+
+    #[test]
+    fn leveled_compacts_l0_at_the_trigger_and_skips_busy_files() {
+        let opts = CompactionOptions::leveled();
+        let l0: Vec<_> = (1..=3).map(|n| file(10 + n, "a", "m", MIB)).collect();
+        let v = version(vec![(0, l0.clone())]);
+        assert!(
+            pick(&v, &opts, &IDLE).is_none(),
+            "3 runs are below the trigger"
+        );
+        let mut l0 = l0;
+        l0.insert(0, file(20, "c", "d", MIB));
+        let v = version(vec![(0, l0.clone()), (6, vec![file(1, "a", "z", MIB)])]);
+        let c = pick(&v, &opts, &IDLE).expect("L0 at the trigger");
+        assert_eq!(c.reason, Reason::L0Runs);
+        assert_eq!(c.output_level, LAST_LEVEL);
+        assert_eq!(
+            c.files().count(),
+            5,
+            "every run and the overlapping L6 file"
+        );
+        // While an L0 run is being compacted, no second L0 compaction.
+        l0[1]
+            .being_compacted
+            .store(true, std::sync::atomic::Ordering::Release);
+        assert!(pick(&v, &opts, &IDLE).is_none());
+        // An output range in use at the output level blocks it too.
+        l0[1]
+            .being_compacted
+            .store(false, std::sync::atomic::Ordering::Release);
+        let running = [OutputRange {
+            level: LAST_LEVEL,
+            lo: b"x".to_vec(),
+            hi: b"y".to_vec(),
+        }];
+        let busy = Busy { outputs: &running };
+        assert!(pick(&v, &opts, &busy).is_none());
+    }
+
+    #[test]
+    fn leveled_picks_the_file_with_the_least_overlap() {
+        let opts = CompactionOptions {
+            dynamic_level_bytes: false,
+            level_base_bytes: MIB,
+            ..CompactionOptions::leveled()
+        };
+        let v = version(vec![
+            (1, vec![file(1, "a", "c", MIB), file(2, "d", "f", MIB)]),
+            (2, vec![file(3, "a", "b", 5 * MIB), file(4, "e", "e", MIB)]),
+        ]);
+        let c = pick(&v, &opts, &IDLE).expect("L1 is over its target");
+        assert_eq!(c.reason, Reason::LevelSize);
+        let numbers: Vec<u64> = c.files().map(|f| f.record.number).collect();
+        assert_eq!(numbers, vec![2, 4]);
+        assert_eq!(c.output_level, 2);
+    }
+
+    #[test]
+    fn tiered_prefers_space_amplification_then_similar_sizes_then_count() {
+        let opts = CompactionOptions::tiered();
+        // Newer runs reach 200% of the oldest: merge everything.
+        let v = version(vec![(
+            0,
+            (1..=4).map(|n| file(10 - n, "a", "z", MIB)).collect(),
+        )]);
+        let c = pick(&v, &opts, &IDLE).expect("due");
+        assert_eq!(c.reason, Reason::SpaceAmplification);
+        assert_eq!(c.output_level, LAST_LEVEL);
+        assert_eq!(c.files().count(), 4);
+        // Three small runs over a big one: merge the three into one L0 run.
+        let v = version(vec![
+            (0, (1..=3).map(|n| file(10 - n, "a", "z", MIB)).collect()),
+            (6, vec![file(1, "a", "z", 100 * MIB)]),
+        ]);
+        let c = pick(&v, &opts, &IDLE).expect("due");
+        assert_eq!(c.reason, Reason::SizeRatio);
+        assert_eq!(c.output_level, 0);
+        assert_eq!(c.files().count(), 3);
+        assert_eq!(c.target_file_bytes, u64::MAX, "an L0 run is one file");
+        // Growing sizes (no similar neighbours) past the trigger: merge the
+        // newest runs down to the trigger.
+        let sizes = [1, 4, 16, 64];
+        let v = version(vec![
+            (
+                0,
+                sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| file(20 - i as u64, "a", "z", s * MIB))
+                    .collect(),
+            ),
+            (6, vec![file(1, "a", "z", 1000 * MIB)]),
+        ]);
+        let c = pick(&v, &opts, &IDLE).expect("5 runs > trigger 4");
+        assert_eq!(c.reason, Reason::RunCount);
+        assert_eq!(c.files().count(), 2);
+        assert_eq!(c.output_level, 0);
+    }
+
+    #[test]
+    fn older_runs_see_only_what_is_older_than_the_inputs() {
+        let l0 = vec![
+            file(5, "a", "c", 1),
+            file(4, "a", "c", 1),
+            file(3, "x", "z", 1),
+        ];
+        let v = version(vec![(0, l0.clone()), (6, vec![file(1, "m", "n", 1)])]);
+        let c = Compaction {
+            reason: Reason::Manual,
+            score: 0.0,
+            inputs: vec![(0, vec![Arc::clone(&l0[0]), Arc::clone(&l0[1])])],
+            output_level: 0,
+            target_file_bytes: u64::MAX,
+        };
+        let older = c.older_runs(&v);
+        assert!(older.may_hold(b"y"), "the older L0 run");
+        assert!(older.may_hold(b"m"), "the last level");
+        assert!(!older.may_hold(b"b"), "only in the inputs");
+    }
+}
