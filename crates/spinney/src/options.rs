@@ -163,6 +163,13 @@ pub struct Options {
     pub wal_recovery: WalRecovery,
     /// A log segment is closed and a new one begun past this size.
     pub wal_segment_size: u64,
+    /// Size in bytes at which the manifest (the log of table and file
+    /// changes) is rolled: the next change goes to a new manifest that begins
+    /// with one record of the whole state, and the old one is deleted. When
+    /// that whole-state record is more than half this size, the manifest is
+    /// rolled at twice the record's size instead, so that a large catalog is
+    /// not rewritten at every change. At least 4 KiB; 64 MiB by default.
+    pub max_manifest_size: u64,
     /// The file system. `OsFs` unless a test injects faults.
     pub fs: Arc<dyn Fs>,
 }
@@ -176,6 +183,7 @@ impl fmt::Debug for Options {
             .field("cache_size", &self.cache_size)
             .field("wal_recovery", &self.wal_recovery)
             .field("wal_segment_size", &self.wal_segment_size)
+            .field("max_manifest_size", &self.max_manifest_size)
             .field("fs", &self.fs)
             .finish()
     }
@@ -190,6 +198,7 @@ impl Default for Options {
             cache_size: 64 << 20,
             wal_recovery: WalRecovery::TornTailOnly,
             wal_segment_size: limits::WAL_SEGMENT_BYTES_DEFAULT,
+            max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
             fs: Arc::new(OsFs::new()),
         }
     }
@@ -202,6 +211,13 @@ impl Options {
                 "wal_segment_size {} is below one log block ({} bytes)",
                 self.wal_segment_size,
                 limits::WAL_BLOCK_BYTES
+            )));
+        }
+        if self.max_manifest_size < limits::MANIFEST_BYTES_MIN {
+            return Err(Error::invalid(format!(
+                "max_manifest_size {} is below the minimum of {} bytes",
+                self.max_manifest_size,
+                limits::MANIFEST_BYTES_MIN
             )));
         }
         Ok(())

@@ -59,6 +59,9 @@ pub struct Stats {
     pub stalls: u64,
     /// Total time writers waited, in microseconds.
     pub stall_micros: u64,
+    /// Times the manifest was rolled to a new file while the database ran
+    /// (the new manifest written at open is not counted).
+    pub manifest_rolls: u64,
     /// The block cache.
     pub cache: CacheStats,
     /// I/O through the file system.
@@ -106,6 +109,7 @@ pub(super) fn collect(db: &DbInner) -> Stats {
         compaction_bytes_written: get(&c.compaction_bytes_written),
         stalls: get(&c.stalls),
         stall_micros: get(&c.stall_micros),
+        manifest_rolls: get(&c.manifest_rolls),
         cache: db.cache.stats(),
         io: db.fs.io_stats().snapshot(),
         tables,
@@ -143,6 +147,7 @@ impl fmt::Display for Stats {
             "stalls             {} ({} us)",
             self.stalls, self.stall_micros
         )?;
+        writeln!(f, "manifest rolls     {}", self.manifest_rolls)?;
         writeln!(
             f,
             "cache              {} / {} bytes, {} hits, {} misses, {} evictions",
