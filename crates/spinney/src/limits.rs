@@ -53,6 +53,16 @@ pub const MANIFEST_RECORD_BYTES_MAX: usize = 64 << 20;
 /// beyond this a table is not an LSM tree a reader can afford.
 pub const L0_TRIGGER_MAX: u32 = 64;
 
+/// Default size at which the manifest is rolled (rewritten as one whole-state
+/// record in a new file). Large enough that a roll is rare, small enough that
+/// replaying the manifest at open takes no noticeable time.
+pub const MANIFEST_BYTES_DEFAULT: u64 = 64 << 20;
+
+/// Smallest `max_manifest_size`. The whole-state record of even a small
+/// database is hundreds of bytes; below a few KiB the manifest would be
+/// rewritten after every handful of edits, each time with four syncs.
+pub const MANIFEST_BYTES_MIN: u64 = 4 << 10;
+
 /// Largest level fanout.
 pub const FANOUT_MAX: u32 = 1000;
 
@@ -69,4 +79,5 @@ pub const LSM_LEVELS: usize = 7;
 const _: () = assert!(KEY_BYTES_MAX + VALUE_BYTES_MAX < BATCH_BYTES_MAX);
 const _: () = assert!(BLOCK_BYTES_MIN < BLOCK_BYTES_MAX);
 const _: () = assert!(WRITE_BUFFER_BYTES_MIN < WRITE_BUFFER_BYTES_MAX);
+const _: () = assert!(MANIFEST_BYTES_MIN <= MANIFEST_BYTES_DEFAULT);
 const _: () = assert!(VALUE_BYTES_MAX as u64 + KEY_BYTES_MAX as u64 * 2 < SST_BLOCK_BYTES_MAX);

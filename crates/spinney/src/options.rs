@@ -401,6 +401,13 @@ pub struct Options {
     pub autowork: bool,
     /// When writers slow down and wait.
     pub backpressure: Backpressure,
+    /// Size in bytes at which the manifest (the log of table and file
+    /// changes) is rolled: the next change goes to a new manifest that begins
+    /// with one record of the whole state, and the old one is deleted. When
+    /// that whole-state record is more than half this size, the manifest is
+    /// rolled at twice the record's size instead, so that a large catalog is
+    /// not rewritten at every change. At least 4 KiB; 64 MiB by default.
+    pub max_manifest_size: u64,
     /// The file system. `OsFs` unless a test injects faults.
     pub fs: Arc<dyn Fs>,
 }
@@ -417,6 +424,7 @@ impl fmt::Debug for Options {
             .field("background_threads", &self.background_threads)
             .field("autowork", &self.autowork)
             .field("backpressure", &self.backpressure)
+            .field("max_manifest_size", &self.max_manifest_size)
             .field("fs", &self.fs)
             .finish()
     }
@@ -434,6 +442,7 @@ impl Default for Options {
             background_threads: 2,
             autowork: true,
             backpressure: Backpressure::default(),
+            max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
             fs: Arc::new(OsFs::new()),
         }
     }
@@ -453,6 +462,13 @@ impl Options {
                 "background_threads {} is above the limit of {}",
                 self.background_threads,
                 limits::BACKGROUND_THREADS_MAX
+            )));
+        }
+        if self.max_manifest_size < limits::MANIFEST_BYTES_MIN {
+            return Err(Error::invalid(format!(
+                "max_manifest_size {} is below the minimum of {} bytes",
+                self.max_manifest_size,
+                limits::MANIFEST_BYTES_MIN
             )));
         }
         self.backpressure.validate()

@@ -12,6 +12,7 @@
 //! `bg`, and nothing is taken under it.
 
 mod open;
+mod roll;
 mod stats;
 mod work;
 mod write;
@@ -79,6 +80,13 @@ pub(crate) struct Wal {
 
 pub(crate) struct VersionSet {
     pub manifest: LogWriter,
+    /// The file number of the live manifest.
+    pub manifest_number: u64,
+    /// Bytes of the live manifest's whole-state record (the roll policy
+    /// weighs the manifest's size against it).
+    pub snapshot_bytes: u64,
+    /// Why the manifest takes no more edits: set when a write of it failed.
+    pub manifest_failed: Option<String>,
     pub next_table_id: u32,
     pub tables: BTreeMap<String, Arc<LsmTable>>,
     pub pending_outputs: HashSet<u64>,
@@ -86,10 +94,38 @@ pub(crate) struct VersionSet {
 }
 
 impl VersionSet {
-    /// Appends `edit` to the manifest and syncs it: the edit is durable.
-    pub(crate) fn log(&mut self, edit: &VersionEdit) -> Result<()> {
-        self.manifest.add_record(&edit.encode())?;
-        self.manifest.sync()
+    /// Appends `edit` to the manifest and syncs it: the edit is durable. When
+    /// the manifest has reached `Options::max_manifest_size` (or twice its
+    /// whole-state record, if larger: `roll::should_roll`), the edit goes to
+    /// a new manifest instead, after a record of the whole state
+    /// (`roll::roll`). Called with the `vs` lock held (this `VersionSet`); the
+    /// caller installs the state the edit describes before releasing it.
+    ///
+    /// After a failed write, whether the edit (or, in a roll, the new
+    /// manifest) reached the disk is unknown, and so is which manifest the
+    /// next open reads: every later edit is refused, so that none is
+    /// acknowledged and then lost. Callers poison the database on any error.
+    pub(crate) fn log(&mut self, db: &DbInner, edit: &VersionEdit) -> Result<()> {
+        if let Some(reason) = &self.manifest_failed {
+            return Err(Error::ReadOnly {
+                reason: reason.clone(),
+            });
+        }
+        let result = if roll::should_roll(
+            self.manifest.len(),
+            self.snapshot_bytes,
+            db.options.max_manifest_size,
+        ) {
+            roll::roll(self, db, edit)
+        } else {
+            self.manifest
+                .add_record(&edit.encode())
+                .and_then(|()| self.manifest.sync())
+        };
+        if let Err(e) = &result {
+            self.manifest_failed = Some(format!("writing the manifest failed: {e}"));
+        }
+        result
     }
 }
 
@@ -116,6 +152,7 @@ pub(crate) struct Counters {
     pub slowdown_micros: AtomicU64,
     pub stops: AtomicU64,
     pub stop_micros: AtomicU64,
+    pub manifest_rolls: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -300,7 +337,7 @@ impl Db {
             flushed: vec![(id, flushed)],
             ..VersionEdit::default()
         };
-        if let Err(e) = vs.log(&edit) {
+        if let Err(e) = vs.log(inner, &edit) {
             drop(vs);
             inner.poison(format!("writing the manifest failed: {e}"));
             return Err(e);
@@ -364,7 +401,7 @@ impl Db {
             dropped: vec![table.id],
             ..VersionEdit::default()
         };
-        let logged = vs.log(&edit);
+        let logged = vs.log(inner, &edit);
         if logged.is_ok() {
             vs.tables.remove(name);
             table.dropped.store(true, Ordering::Release);

@@ -8,7 +8,8 @@
 //!    number into memtables, skipping entries a table already persisted;
 //! 3. write the recovered memtables to L0 SSTs (synced);
 //! 4. write a new manifest holding the whole state, with a log number past
-//!    every old segment, and switch CURRENT to it;
+//!    every old segment, and switch CURRENT to it (`start_manifest`, which
+//!    the manifest roll uses too);
 //! 5. start a new log segment; delete old segments, the old manifest, and
 //!    SSTs no table references.
 //!
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::roll::WholeState;
 use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, VersionSet, Wal};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
@@ -29,14 +31,14 @@ use crate::fs::Fs;
 use crate::lsm::key::SEQNO_MAX;
 use crate::lsm::table::{file_record, write_memtable, LsmTable};
 use crate::lsm::version::{FileMeta, Version};
-use crate::manifest::{manifest_name, parse_current, FileRecord, TableRecord, VersionEdit};
+use crate::manifest::{
+    manifest_name, parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
+};
 use crate::options::{Options, WalRecovery};
 use crate::wal::batch::DecodedBatch;
 use crate::wal::reader::{LogReader, Read};
 use crate::wal::writer::LogWriter;
 
-const CURRENT: &str = "CURRENT";
-const CURRENT_TMP: &str = "CURRENT.tmp";
 const LOCK: &str = "LOCK";
 
 struct TableState {
@@ -360,41 +362,20 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     fs.sync_dir(dir)?;
 
-    // A new manifest holding the whole state, then CURRENT.
+    // A new manifest holding the whole state (every table is flushed up to
+    // `last_seqno` now), then CURRENT.
     let manifest_number = next_file_number;
     let wal_number = next_file_number + 1;
     next_file_number += 2;
-    let mut snapshot = VersionEdit {
-        next_file_number: Some(next_file_number),
-        last_seqno: Some(last_seqno),
-        log_number: Some(wal_number),
-        next_table_id: Some(state.next_table_id),
-        ..VersionEdit::default()
-    };
-    for t in tables.values() {
-        snapshot.created.push(TableRecord {
-            id: t.id,
-            name: t.name.clone(),
-            options: t.options.clone(),
-        });
-        snapshot.flushed.push((t.id, last_seqno));
-        for (level, files) in t.super_version().version.levels.iter().enumerate() {
-            for f in files {
-                snapshot.added.push((t.id, level as u32, f.record.clone()));
-            }
-        }
+    let snapshot = WholeState {
+        tables: &tables,
+        next_table_id: state.next_table_id,
+        next_file_number,
+        last_seqno,
+        log_number: wal_number,
     }
-    let manifest_path = dir.join(manifest_name(manifest_number));
-    let mut manifest = LogWriter::new(fs.create(&manifest_path)?);
-    manifest.add_record(&snapshot.encode())?;
-    manifest.sync()?;
-    let tmp = dir.join(CURRENT_TMP);
-    let mut current = fs.create(&tmp)?;
-    current.append(format!("{}\n", manifest_name(manifest_number)).as_bytes())?;
-    current.sync()?;
-    drop(current);
-    fs.rename(&tmp, &dir.join(CURRENT))?;
-    fs.sync_dir(dir)?;
+    .edit();
+    let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
 
     let wal_writer = LogWriter::new(fs.create(&dir.join(wal_name(wal_number)))?);
     fs.sync_dir(dir)?;
@@ -427,6 +408,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .collect();
     let vs = VersionSet {
         manifest,
+        manifest_number,
+        snapshot_bytes: snapshot.encode().len() as u64,
+        manifest_failed: None,
         next_table_id: state.next_table_id,
         tables,
         pending_outputs: HashSet::new(),

@@ -200,6 +200,9 @@ pub struct Stats {
     pub stop_micros: u64,
     /// Jobs running now.
     pub running_jobs: usize,
+    /// Times the manifest was rolled to a new file while the database ran
+    /// (the new manifest written at open is not counted).
+    pub manifest_rolls: u64,
     /// The block cache.
     pub cache: CacheStats,
     /// I/O through the file system.
@@ -328,6 +331,7 @@ pub(super) fn collect(db: &DbInner) -> Stats {
         stops: get(&c.stops),
         stop_micros: get(&c.stop_micros),
         running_jobs: db.bg.lock().running,
+        manifest_rolls: get(&c.manifest_rolls),
         cache: db.cache.stats(),
         io: db.fs.io_stats().snapshot(),
         tables: tables.iter().map(|t| table_stats(t)).collect(),
@@ -369,6 +373,7 @@ impl fmt::Display for Stats {
             "stalls             {} slowdowns ({} us), {} stops ({} us)",
             self.slowdowns, self.slowdown_micros, self.stops, self.stop_micros
         )?;
+        writeln!(f, "manifest rolls     {}", self.manifest_rolls)?;
         writeln!(
             f,
             "cache              {} / {} bytes, {} hits, {} misses, {} evictions",

@@ -441,7 +441,7 @@ fn flush_one(db: &DbInner, table: &LsmTable) -> Result<u64> {
                 l0.insert(0, Arc::new(meta));
             }
         }
-        vs.log(&edit)?;
+        vs.log(db, &edit)?;
         table.install(version, 1);
         vs.live_versions
             .push(Arc::downgrade(&table.super_version().version));
@@ -582,7 +582,7 @@ fn run_compaction(db: &DbInner, table: &LsmTable, c: &Compaction) -> Result<u64>
                 format!("compaction broke an invariant: {detail}"),
             ));
         }
-        vs.log(&edit)?;
+        vs.log(db, &edit)?;
         table.install(version, 0);
         vs.live_versions
             .push(Arc::downgrade(&table.super_version().version));
@@ -674,6 +674,12 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
     // now: `next` (read under the same lock that allocates) fences them off.
     let (live, pending, next) = {
         let mut vs = db.vs.lock();
+        // Checked under the lock that a failed manifest write is recorded
+        // under: the failed job releases its outputs, which the manifest may
+        // name, before its caller poisons the database.
+        if vs.manifest_failed.is_some() {
+            return;
+        }
         let mut live = HashSet::new();
         vs.live_versions.retain(|w| match w.upgrade() {
             Some(v) => {

@@ -3,9 +3,9 @@
 //!
 //! The manifest is a log file (`MANIFEST-NNNNNN`) in the WAL's record framing;
 //! each record is one `VersionEdit`. `CURRENT` names the live manifest. At
-//! every open the database writes a new manifest holding one edit that
-//! describes the whole state, makes `CURRENT` point to it (write a temporary
-//! file, sync it, rename it over `CURRENT`, sync the directory), and deletes
+//! every open, and when the live manifest reaches `Options::max_manifest_size`
+//! (a *roll*), the database starts a new manifest whose first record describes
+//! the whole state, makes `CURRENT` point to it (`start_manifest`), and deletes
 //! the old manifest. An edit is durable once its record is synced; an edit
 //! whose record is torn was never acknowledged.
 //!
@@ -18,8 +18,15 @@ use crate::encoding::{
     put_length_prefixed, put_u8, put_varint32, put_varint64, DecodeError, Decoder,
 };
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use crate::limits;
 use crate::options::{CompactionOptions, CompactionStyle, Compression, TableKind, TableOptions};
+use crate::wal::writer::LogWriter;
+
+/// The file that names the live manifest.
+pub(crate) const CURRENT: &str = "CURRENT";
+/// A `CURRENT` being written; renamed over `CURRENT` once synced.
+pub(crate) const CURRENT_TMP: &str = "CURRENT.tmp";
 
 /// Field tags of a version edit. On disk: never renumber.
 mod tag {
@@ -351,6 +358,45 @@ fn decode_file(p: &mut Decoder<'_>) -> Result<FileRecord, DecodeError> {
 /// The name of the manifest with file number `number`.
 pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
+}
+
+/// Writes manifest `number` in `dir` holding `edits` (the first must describe
+/// the whole state) and makes it the live manifest; returns its writer, for
+/// the edits that follow. Used by open and by the manifest roll.
+///
+/// Order of the steps, each durable before the next begins:
+/// 1. the new manifest's records (file sync), then its directory entry
+///    (directory sync), so that `CURRENT` can never name a missing or short
+///    file, whatever order the file system persists entries in;
+/// 2. `CURRENT.tmp` naming it (file sync);
+/// 3. the rename of `CURRENT.tmp` over `CURRENT` (directory sync).
+///
+/// Until the rename is durable the previous manifest is the live one, whole
+/// and unchanged; after it, the new one is. An error at any step leaves one of
+/// the two live, and the caller cannot tell which: it must treat the edits as
+/// neither written nor lost, and refuse further edits. The previous manifest
+/// is the caller's to delete, once this returns.
+pub(crate) fn start_manifest(
+    fs: &dyn Fs,
+    dir: &Path,
+    number: u64,
+    edits: &[&VersionEdit],
+) -> Result<LogWriter> {
+    let name = manifest_name(number);
+    let mut manifest = LogWriter::new(fs.create(&dir.join(&name))?);
+    for edit in edits {
+        manifest.add_record(&edit.encode())?;
+    }
+    manifest.sync()?;
+    fs.sync_dir(dir)?;
+    let tmp = dir.join(CURRENT_TMP);
+    let mut current = fs.create(&tmp)?;
+    current.append(format!("{name}\n").as_bytes())?;
+    current.sync()?;
+    drop(current);
+    fs.rename(&tmp, &dir.join(CURRENT))?;
+    fs.sync_dir(dir)?;
+    Ok(manifest)
 }
 
 /// Parses the contents of `CURRENT`.
