@@ -42,6 +42,7 @@ pub mod limits;
 pub(crate) mod lsm;
 pub(crate) mod manifest;
 pub mod options;
+pub(crate) mod read_context;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
@@ -54,6 +55,7 @@ pub use error::{Error, Result};
 pub use options::{
     Compression, Durability, Options, TableKind, TableOptions, WalRecovery, WriteOptions,
 };
+pub use read_context::ReadContext;
 
 /// Thin public wrappers over internal types, for the criterion benches only.
 /// Not part of the API: hidden, behind the `testing` feature, and free to

@@ -25,6 +25,7 @@ use crate::fs::WritableFile;
 use crate::limits::{L0_COMPACTION_TRIGGER, LSM_LEVELS};
 use crate::manifest::FileRecord;
 use crate::options::TableOptions;
+use crate::read_context::{self, ReadContext};
 
 /// A memtable and the seqnos it holds.
 pub(crate) struct Mem {
@@ -161,6 +162,11 @@ impl LsmTable {
     }
 
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+        // Each memtable and SST searched counts itself as a tree searched.
+        read_context::add(&ReadContext {
+            gets: 1,
+            ..ReadContext::default()
+        });
         let sv = self.super_version();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
             match mem.table.get(user_key, snapshot) {
