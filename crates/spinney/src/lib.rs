@@ -42,6 +42,7 @@ pub mod limits;
 pub(crate) mod lsm;
 pub(crate) mod manifest;
 pub mod options;
+pub(crate) mod read_context;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
@@ -56,6 +57,7 @@ pub use options::{
     Backpressure, CompactionOptions, CompactionStyle, Compression, Durability, Options, TableKind,
     TableOptions, WalRecovery, WriteOptions,
 };
+pub use read_context::ReadContext;
 
 /// Thin public wrappers over internal types, for the criterion benches only.
 /// Not part of the API: hidden, behind the `testing` feature, and free to

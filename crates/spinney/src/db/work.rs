@@ -39,6 +39,7 @@ use crate::lsm::table::{
 };
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::VersionEdit;
+use crate::read_context;
 
 pub(crate) enum Job {
     Flush(Arc<LsmTable>),
@@ -152,10 +153,10 @@ fn finish(db: &DbInner, job: &Job) {
 /// Runs a claimed job in this thread; a failure poisons the database.
 /// Returns the bytes the job wrote.
 pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
-    let result = match &job {
+    let result = read_context::suspended(|| match &job {
         Job::Flush(t) => flush_one(db, t).map_err(|e| ("flush", e)),
         Job::Compact(t, c) => run_compaction(db, t, c).map_err(|e| ("compaction", e)),
-    };
+    });
     let result = result.map_err(|(what, e)| {
         db.poison(format!(
             "{what} of table {:?} failed: {e}",
@@ -284,7 +285,7 @@ pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Resul
     let job = Job::Flush(Arc::clone(table));
     let mut result = Ok(());
     while !table.super_version().imms.is_empty() {
-        if let Err(e) = flush_one(db, table) {
+        if let Err(e) = read_context::suspended(|| flush_one(db, table)) {
             db.poison(format!("flush of table {:?} failed: {e}", table.name));
             result = Err(e);
             break;

@@ -6,6 +6,10 @@
 //! Moving backward, it sits just before every entry of the key the cursor
 //! shows (the cursor's key and value are copies). Changing direction
 //! repositions it.
+//!
+//! This is the user-level cursor: each public seek and step is one operation
+//! for the thread's `ReadContext`; the repositionings it does on its own
+//! (changing direction, stepping over versions) are not counted as seeks.
 
 use std::ops::Bound;
 
@@ -13,6 +17,7 @@ use super::iter::InternalIterator;
 use super::key::{internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
 use super::merge::MergingIter;
 use crate::error::{Error, Result};
+use crate::read_context::{self, ReadContext};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -207,13 +212,43 @@ impl LsmCursor {
         }
     }
 
+    /// Counts one seek in the thread's `ReadContext`: a seek searches every
+    /// source of the merge.
+    fn count_seek(&self) {
+        read_context::add(&ReadContext {
+            seeks: 1,
+            trees_searched: self.iter.sources() as u64,
+            ..ReadContext::default()
+        });
+    }
+
+    /// Counts one step in the thread's `ReadContext`.
+    fn count_step() {
+        read_context::add(&ReadContext {
+            nexts: 1,
+            ..ReadContext::default()
+        });
+    }
+
     pub(crate) fn seek_to_first(&mut self) {
+        self.count_seek();
+        self.first();
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        self.count_seek();
+        self.last();
+    }
+
+    /// `seek_to_first` without counting.
+    fn first(&mut self) {
         self.error = None;
         self.seek_lower();
         self.find_next_user_entry(None);
     }
 
-    pub(crate) fn seek_to_last(&mut self) {
+    /// `seek_to_last` without counting.
+    fn last(&mut self) {
         self.error = None;
         match self.upper.clone() {
             Bound::Included(u) => self.position_before(&u, true),
@@ -225,8 +260,9 @@ impl LsmCursor {
 
     /// The first key `>= key` (and within bounds).
     pub(crate) fn seek(&mut self, key: &[u8]) {
+        self.count_seek();
         if self.below_lower(key) {
-            return self.seek_to_first();
+            return self.first();
         }
         self.error = None;
         self.iter.seek(&internal_key(key, SEQNO_MAX, KIND_SEEK));
@@ -235,8 +271,9 @@ impl LsmCursor {
 
     /// The last key `<= key` (and within bounds).
     pub(crate) fn seek_for_prev(&mut self, key: &[u8]) {
+        self.count_seek();
         if self.above_upper(key) {
-            return self.seek_to_last();
+            return self.last();
         }
         self.error = None;
         self.position_before(key, true);
@@ -247,6 +284,7 @@ impl LsmCursor {
         if !self.valid {
             return;
         }
+        Self::count_step();
         let current = std::mem::take(&mut self.key);
         if self.direction == Direction::Reverse {
             // The inner iterator is before the current key's entries.
@@ -260,6 +298,7 @@ impl LsmCursor {
         if !self.valid {
             return;
         }
+        Self::count_step();
         if self.direction == Direction::Forward {
             // Step back over every entry of the current key.
             let current = self.key.clone();

@@ -28,6 +28,11 @@ impl MergingIter {
         }
     }
 
+    /// Number of sources merged (the trees a seek searches).
+    pub(crate) fn sources(&self) -> usize {
+        self.children.len()
+    }
+
     fn find_smallest(&mut self) {
         self.current = self.find_extreme(Ordering::Less);
     }

@@ -26,6 +26,7 @@ use crate::fs::WritableFile;
 use crate::limits::LSM_LEVELS;
 use crate::manifest::FileRecord;
 use crate::options::TableOptions;
+use crate::read_context::{self, ReadContext};
 
 /// A memtable and the seqnos it holds.
 pub(crate) struct Mem {
@@ -194,6 +195,11 @@ impl LsmTable {
     }
 
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+        // Each memtable and SST searched counts itself as a tree searched.
+        read_context::add(&ReadContext {
+            gets: 1,
+            ..ReadContext::default()
+        });
         let sv = self.super_version();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
             match mem.table.get(user_key, snapshot) {
@@ -202,7 +208,16 @@ impl LsmTable {
                 None => {}
             }
         }
-        Ok(match sv.version.get(user_key, snapshot)? {
+        let mut counts = ReadContext::default();
+        let found = sv.version.get(user_key, snapshot, &mut counts);
+        read_context::add(&counts);
+        if counts.bloom_checks > 0 {
+            self.bloom_checks
+                .fetch_add(counts.bloom_checks, Ordering::Relaxed);
+            self.bloom_negatives
+                .fetch_add(counts.bloom_negatives, Ordering::Relaxed);
+        }
+        Ok(match found? {
             Some(Lookup::Value(v)) => Some(v),
             Some(Lookup::Deleted) | None => None,
         })

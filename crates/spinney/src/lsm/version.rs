@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::limits::LSM_LEVELS;
 use crate::manifest::FileRecord;
+use crate::read_context::ReadContext;
 
 /// One SST of a table, as the version knows it.
 pub(crate) struct FileMeta {
@@ -124,14 +125,20 @@ impl Version {
         self.levels.iter().flatten()
     }
 
-    /// The newest entry for `user_key` visible at `snapshot`.
-    pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Lookup>> {
+    /// The newest entry for `user_key` visible at `snapshot`; the work done
+    /// (files searched, bloom checks, blocks) is added to `counts`.
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        counts: &mut ReadContext,
+    ) -> Result<Option<Lookup>> {
         let seek = key::internal_key(user_key, snapshot, key::KIND_SEEK);
         for file in self.level(0) {
             if !file.overlaps(user_key, user_key) {
                 continue;
             }
-            if let Some(found) = lookup_in_file(file, &seek, user_key)? {
+            if let Some(found) = lookup_in_file(file, &seek, user_key, counts)? {
                 return Ok(Some(found));
             }
         }
@@ -144,7 +151,7 @@ impl Version {
             if file.smallest_user_key() > user_key {
                 continue;
             }
-            if let Some(found) = lookup_in_file(file, &seek, user_key)? {
+            if let Some(found) = lookup_in_file(file, &seek, user_key, counts)? {
                 return Ok(Some(found));
             }
         }
@@ -213,9 +220,15 @@ impl Version {
     }
 }
 
-fn lookup_in_file(file: &FileMeta, seek: &[u8], user_key: &[u8]) -> Result<Option<Lookup>> {
+fn lookup_in_file(
+    file: &FileMeta,
+    seek: &[u8],
+    user_key: &[u8],
+    counts: &mut ReadContext,
+) -> Result<Option<Lookup>> {
     let sst = file.sst()?;
-    let Some((ikey, value)) = sst.get(seek, user_key)? else {
+    counts.trees_searched += 1;
+    let Some((ikey, value)) = sst.get_counted(seek, user_key, counts)? else {
         return Ok(None);
     };
     let parsed = ParsedKey::parse(&ikey)

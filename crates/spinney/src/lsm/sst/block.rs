@@ -371,10 +371,13 @@ impl BlockIter {
         while self.parse_next() && self.next_offset < original {}
     }
 
-    /// Positions on the first entry whose key is >= `target`.
-    pub(crate) fn seek(&mut self, target: &[u8]) {
+    /// Positions on the first entry whose key is >= `target`. Returns the
+    /// number of keys compared (for the thread's `ReadContext`; the caller
+    /// adds it up, so that this loop touches no thread-local).
+    pub(crate) fn seek(&mut self, target: &[u8]) -> u64 {
+        let mut compared = 0;
         if self.err.is_some() {
-            return;
+            return compared;
         }
         // Binary search for the last restart point whose key is < target.
         let mut left = 0;
@@ -384,16 +387,21 @@ impl BlockIter {
             let pos = self.block.restart_point(mid);
             let entry = match self.block.decode_entry(pos) {
                 Ok(e) => e,
-                Err(e) => return self.fail(e),
+                Err(e) => {
+                    self.fail(e);
+                    return compared;
+                }
             };
             if entry.shared != 0 {
-                return self.fail((pos, "entry at a restart point shares key bytes"));
+                self.fail((pos, "entry at a restart point shares key bytes"));
+                return compared;
             }
             let k = self
                 .block
                 .data
                 .get(entry.key_start..entry.value_start)
                 .unwrap_or_default();
+            compared += 1;
             if key::compare(k, target) == Ordering::Less {
                 left = mid;
             } else {
@@ -402,10 +410,12 @@ impl BlockIter {
         }
         self.seek_to_restart(left);
         while self.parse_next() {
+            compared += 1;
             if key::compare(&self.key, target) != Ordering::Less {
-                return;
+                break;
             }
         }
+        compared
     }
 }
 
@@ -508,6 +518,29 @@ mod tests {
                     Some((e, _)) => assert_eq!(it.key(), e.as_slice()),
                     None => assert!(!it.valid()),
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn seek_counts_a_binary_search_and_one_restart_interval_of_comparisons() {
+        // Goal: the count `seek` returns (for the ReadContext) is what the
+        // search did: the binary search over restart points, then a scan of
+        // at most one restart interval and the entry after it; never zero
+        // on a block with entries. Method: every key, and a key past the
+        // end, sought in blocks of several sizes.
+        let mut rng = SmallRng::seed_from_u64(11);
+        for n in [0, 1, 16, 17, 1000] {
+            let entries = random_entries(&mut rng, n);
+            let mut it = BlockIter::new(build(&entries));
+            let restarts = entries.len().div_ceil(RESTART_INTERVAL).max(1);
+            let binary_search = u64::from(restarts.next_power_of_two().trailing_zeros());
+            let most = binary_search + RESTART_INTERVAL as u64 + 1;
+            let past_end = internal_key(b"zz", 0, Kind::Put);
+            for target in entries.iter().map(|(k, _)| k).chain([&past_end]) {
+                let compared = it.seek(target);
+                assert!(compared <= most, "{n} entries: {compared} > {most}");
+                assert_eq!(compared == 0, entries.is_empty(), "{n} entries");
             }
         }
     }

@@ -10,6 +10,9 @@
 //! it is used, so bad bytes give `Error::Corruption` naming the file and
 //! offset, never an I/O error, a panic or an oversized allocation.
 //!
+//! Reads report their work to the thread's `ReadContext` once per operation
+//! (a get, a seek, a block load), from counts kept in local variables.
+//!
 //! Thread-safety: `Sst` is immutable and shared (`Arc<Sst>`) by any number of
 //! readers; each `SstIter` has one owner and holds an `Arc<Sst>`.
 #![deny(clippy::indexing_slicing)]
@@ -27,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::lsm::iter::InternalIterator;
 use crate::lsm::key::{self, ParsedKey};
+use crate::read_context::{self, ReadContext};
 
 /// An open SST: footer, index and filter in memory, data blocks through the cache.
 pub(crate) struct Sst {
@@ -149,41 +153,65 @@ impl Sst {
         Block::new(data, &self.path, handle.offset, compressed)
     }
 
-    /// A data block, from the cache or from the file (then cached).
-    fn data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+    /// A data block, from the cache or from the file (then cached). Adds
+    /// where it came from, and the bytes read, to `counts`.
+    fn data_block(&self, handle: BlockHandle, counts: &mut ReadContext) -> Result<Arc<Block>> {
         let cache_key = (self.file_number, handle.offset);
         if let Some(v) = self.cache.get(&cache_key) {
             if let Ok(block) = v.downcast::<Block>() {
+                counts.blocks_from_cache += 1;
                 return Ok(block);
             }
         }
         let block = Arc::new(self.read_data_block(handle)?);
+        counts.blocks_from_storage += 1;
+        counts.bytes_read += handle.size + format::BLOCK_TRAILER_BYTES as u64;
         let value: crate::cache::CacheValue = Arc::clone(&block) as _;
         self.cache.insert(cache_key, value, block.size() as u64);
         Ok(block)
     }
 
     /// The first entry whose internal key is >= `seek_key`, if its user key
-    /// is `user_key`. Consults the bloom filter first.
+    /// is `user_key`. Consults the bloom filter first. The thread's
+    /// `ReadContext` counts the file as one tree searched.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         seek_key: &[u8],
         user_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut counts = ReadContext {
+            trees_searched: 1,
+            ..ReadContext::default()
+        };
+        let found = self.get_counted(seek_key, user_key, &mut counts);
+        read_context::add(&counts);
+        found
+    }
+
+    /// `get`, adding its work to `counts` (the caller counts the tree).
+    pub(crate) fn get_counted(
+        &self,
+        seek_key: &[u8],
+        user_key: &[u8],
+        counts: &mut ReadContext,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if let Some(filter) = &self.filter {
+            counts.bloom_checks += 1;
             if !filter.may_contain(user_key) {
+                counts.bloom_negatives += 1;
                 return Ok(None);
             }
         }
         let mut index = self.index_iter();
-        index.seek(seek_key);
+        counts.keys_compared += index.seek(seek_key);
         // The first block whose separator is >= seek_key holds the answer;
         // the loop moves on only if that block ends before seek_key (which a
         // shortened separator could allow).
         while index.valid() {
             let handle = self.decode_handle(&index)?;
-            let mut data = BlockIter::new(self.data_block(handle)?);
-            data.seek(seek_key);
+            let mut data = BlockIter::new(self.data_block(handle, counts)?);
+            counts.keys_compared += data.seek(seek_key);
             if data.valid() {
                 if key::user_key(data.key()) == user_key {
                     return Ok(Some((data.key().to_vec(), data.value().to_vec())));
@@ -339,8 +367,17 @@ impl SstIter {
         self.data_offset = None;
     }
 
-    /// Points `data` at the block of the current index entry.
+    /// Points `data` at the block of the current index entry. A block load
+    /// is one operation for the thread's `ReadContext`.
     fn init_data_block(&mut self) {
+        let mut counts = ReadContext::default();
+        self.init_data_block_counted(&mut counts);
+        read_context::add(&counts);
+    }
+
+    /// `init_data_block`, adding a block load to `counts` if it had to load
+    /// one.
+    fn init_data_block_counted(&mut self, counts: &mut ReadContext) {
         if !self.index.valid() {
             if let Some(e) = self.index.error(self.sst.path()) {
                 self.fail(e);
@@ -356,7 +393,7 @@ impl SstIter {
         if self.data_offset == Some(handle.offset) && self.data.is_some() {
             return;
         }
-        match self.sst.data_block(handle) {
+        match self.sst.data_block(handle, counts) {
             Ok(block) => {
                 self.data = Some(BlockIter::new(block));
                 self.data_offset = Some(handle.offset);
@@ -378,6 +415,9 @@ impl SstIter {
         false
     }
 
+    /// Moves on to the next block while the data iterator is exhausted. It
+    /// counts only when it loads a block, so that `next` within a block
+    /// touches no thread-local.
     fn skip_empty_blocks_forward(&mut self) {
         while self.status.is_none() && !self.data_valid() {
             if self.status.is_some() || !self.index.valid() {
@@ -392,6 +432,7 @@ impl SstIter {
         }
     }
 
+    /// As `skip_empty_blocks_forward`, backward.
     fn skip_empty_blocks_backward(&mut self) {
         while self.status.is_none() && !self.data_valid() {
             if self.status.is_some() || !self.index.valid() {
@@ -440,11 +481,15 @@ impl InternalIterator for SstIter {
         if self.status.is_some() {
             return;
         }
-        self.index.seek(target);
-        self.init_data_block();
+        let mut counts = ReadContext {
+            keys_compared: self.index.seek(target),
+            ..ReadContext::default()
+        };
+        self.init_data_block_counted(&mut counts);
         if let Some(d) = &mut self.data {
-            d.seek(target);
+            counts.keys_compared += d.seek(target);
         }
+        read_context::add(&counts);
         self.skip_empty_blocks_forward();
     }
 
