@@ -127,6 +127,9 @@ enum Command {
         /// Write the keys in a scattered order instead of ascending.
         #[arg(long)]
         random: bool,
+        /// Print the database's stats after the load (before close).
+        #[arg(long)]
+        stats: bool,
     },
     /// Flush every table's memtables to files.
     Flush,
@@ -390,6 +393,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             count,
             value_size,
             random,
+            stats,
         } => {
             let t = db.open_table(&table, TableOptions::default())?;
             // Random order: a fixed permutation of 0..count (i * step + 1 mod
@@ -435,6 +439,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     count as f64 / read.as_secs_f64().max(1e-9)
                 ),
             )?;
+            if stats {
+                write_out(&mut out, format_args!("{}", db.stats()))?;
+            }
             if let Some(peak) = peak_rss_kib() {
                 write_out(
                     &mut out,
