@@ -278,6 +278,31 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
     let block_size = usize::try_from(p.varint64()?).map_err(|_| p.error("block size"))?;
     let write_buffer_size =
         usize::try_from(p.varint64()?).map_err(|_| p.error("write buffer size"))?;
+    // Catalogs written before tables had compaction options end here;
+    // their tables are leveled with the defaults of that time's behaviour.
+    let compaction = if p.is_empty() {
+        CompactionOptions::leveled()
+    } else {
+        decode_compaction(p)?
+    };
+    let options = TableOptions {
+        kind,
+        compression,
+        bloom_bits_per_key,
+        block_size,
+        write_buffer_size,
+        compaction,
+    };
+    if options.validate().is_err() {
+        return Err(DecodeError {
+            offset: kind_at,
+            what: "table options outside their limits",
+        });
+    }
+    Ok(TableRecord { id, name, options })
+}
+
+fn decode_compaction(p: &mut Decoder<'_>) -> Result<CompactionOptions, DecodeError> {
     let style_at = p.pos();
     let style = match p.u8("compaction style")? {
         1 => CompactionStyle::Leveled,
@@ -303,7 +328,7 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
             })
         }
     };
-    let compaction = CompactionOptions {
+    Ok(CompactionOptions {
         style,
         l0_trigger,
         fanout,
@@ -314,22 +339,7 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
         min_merge_width: p.varint32()?,
         max_merge_width: p.varint32()?,
         max_size_amplification_percent: p.varint32()?,
-    };
-    let options = TableOptions {
-        kind,
-        compression,
-        bloom_bits_per_key,
-        block_size,
-        write_buffer_size,
-        compaction,
-    };
-    if options.validate().is_err() {
-        return Err(DecodeError {
-            offset: kind_at,
-            what: "table options outside their limits",
-        });
-    }
-    Ok(TableRecord { id, name, options })
+    })
 }
 
 fn decode_file(p: &mut Decoder<'_>) -> Result<FileRecord, DecodeError> {
@@ -485,6 +495,49 @@ mod tests {
             }
         }
         assert!(VersionEdit::decode(&[99, 0]).is_err());
+    }
+
+    #[test]
+    fn a_table_record_without_compaction_options_is_leveled() {
+        // The create-table record as written before tables had compaction
+        // options: id 1, name "t", lsm, no compression, 10 bloom bits,
+        // 4096-byte blocks, 64 KiB write buffer.
+        let mut payload = Vec::new();
+        put_varint32(&mut payload, 1);
+        put_length_prefixed(&mut payload, b"t");
+        put_u8(&mut payload, 1);
+        put_u8(&mut payload, 0);
+        put_varint32(&mut payload, 10);
+        put_varint64(&mut payload, 4096);
+        put_varint64(&mut payload, 64 << 10);
+        let mut record = Vec::new();
+        put_field(&mut record, tag::CREATE_TABLE, &payload);
+        let edit = VersionEdit::decode(&record).expect("decodes");
+        let t = edit.created.first().expect("one table");
+        assert_eq!(t.options.compaction, CompactionOptions::leveled());
+        assert_eq!(t.options.write_buffer_size, 64 << 10);
+        // A record cut inside the compaction options is still an error.
+        let mut full = Vec::new();
+        let options = TableOptions::tiered();
+        VersionEdit {
+            created: vec![TableRecord {
+                id: 1,
+                name: "t".into(),
+                options,
+            }],
+            ..VersionEdit::default()
+        }
+        .encode()
+        .clone_into(&mut full);
+        assert!(VersionEdit::decode(&full).is_ok());
+        let cut_payload_len = payload.len() + 3;
+        let mut cut = Vec::new();
+        put_field(
+            &mut cut,
+            tag::CREATE_TABLE,
+            full.get(2..2 + cut_payload_len).expect("in range"),
+        );
+        assert!(VersionEdit::decode(&cut).is_err());
     }
 
     #[test]
