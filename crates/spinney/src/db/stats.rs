@@ -9,7 +9,7 @@ use crate::cache::CacheStats;
 use crate::fs::IoStatsSnapshot;
 use crate::limits::LSM_LEVELS;
 use crate::lsm::compaction;
-use crate::lsm::table::LsmTable;
+use crate::lsm::table::{LsmTable, SuperVersion};
 use crate::options::CompactionStyle;
 
 /// One level of an LSM table, with its compaction figures (after RocksDB's
@@ -221,7 +221,10 @@ impl Stats {
 }
 
 pub(super) fn shape(t: &LsmTable) -> Shape {
-    let sv = t.super_version();
+    shape_of(&t.super_version())
+}
+
+fn shape_of(sv: &SuperVersion) -> Shape {
     let v = &sv.version;
     Shape {
         memtable_entries: sv.mem.table.len() as u64,
@@ -245,8 +248,9 @@ pub(super) fn shape(t: &LsmTable) -> Shape {
 }
 
 fn table_stats(t: &LsmTable) -> TableStats {
-    let shape = shape(t);
+    // One super version for every figure, so the shape and the levels agree.
     let sv = t.super_version();
+    let shape = shape_of(&sv);
     let v = &sv.version;
     let opts = &t.options.compaction;
     let scores = compaction::level_scores(v, opts);

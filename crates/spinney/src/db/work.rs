@@ -65,7 +65,11 @@ pub struct WorkDone {
 
 /// Finds a job (of `only` if given) and claims it. Called with the `bg` lock
 /// held; counts the job as running.
-fn pick_job(db: &DbInner, bg: &mut BgState, only: Option<&Arc<LsmTable>>) -> Option<Job> {
+pub(crate) fn pick_job(
+    db: &DbInner,
+    bg: &mut BgState,
+    only: Option<&Arc<LsmTable>>,
+) -> Option<Job> {
     if bg.shutdown || db.poisoned.load(Ordering::Acquire) {
         return None;
     }
@@ -188,11 +192,6 @@ pub(crate) fn background_loop(db: &Arc<DbInner>) {
     }
 }
 
-/// Claims a job of `t` for a writer that would otherwise wait for it.
-pub(crate) fn claim_from(db: &DbInner, bg: &mut BgState, t: &Arc<LsmTable>) -> Option<Job> {
-    pick_job(db, bg, Some(t))
-}
-
 /// Claims one job (of `only` if given) under the `bg` lock.
 pub(crate) fn claim_job(db: &DbInner, only: Option<&Arc<LsmTable>>) -> Option<Job> {
     let mut bg = db.bg.lock();
@@ -293,7 +292,7 @@ pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Resul
     }
     finish(db, &job);
     delete_obsolete_files(db);
-    result.map(|_| ())?;
+    result?;
     // The background worker may have failed on one of these memtables.
     db.check_writable()
 }
@@ -324,7 +323,7 @@ pub(crate) fn compact_manual(db: &DbInner, table: &Arc<LsmTable>, which: Manual)
             }
             let version = Arc::clone(&table.super_version().version);
             let opts = &table.options.compaction;
-            let mut work = table.work.lock();
+            let work = table.work.lock();
             let busy = Busy {
                 outputs: &work.running,
             };
@@ -332,25 +331,15 @@ pub(crate) fn compact_manual(db: &DbInner, table: &Arc<LsmTable>, which: Manual)
                 Manual::Level(n) => compaction::manual_level(&version, opts, n, &busy),
                 Manual::All => compaction::manual_all(&version, opts, &busy),
             };
-            match pick {
-                Ok(c) => {
-                    work.manual_waiting -= 1;
-                    break Ok(c);
-                }
-                Err(()) => {
-                    drop(work);
-                    db.bg_work.notify_all();
-                    db.bg_done.wait(&mut bg);
-                }
+            if let Ok(c) = pick {
+                break Ok(c);
             }
+            drop(work);
+            db.bg_work.notify_all();
+            db.bg_done.wait(&mut bg);
         };
-        let picked = match picked {
-            Ok(p) => p,
-            Err(e) => {
-                table.work.lock().manual_waiting -= 1;
-                return Err(e);
-            }
-        };
+        table.work.lock().manual_waiting -= 1;
+        let picked = picked?;
         if let Some(c) = &picked {
             claim(table, c);
             bg.running += 1;

@@ -275,7 +275,7 @@ fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
             || sv.pressure.l0_runs >= bp.l0_stop_runs
             || sv.pressure.pending_compaction_bytes >= bp.pending_compaction_stop_bytes;
         if stop {
-            if let Some(job) = work::claim_from(db, &mut bg, t) {
+            if let Some(job) = work::pick_job(db, &mut bg, Some(t)) {
                 stopped.get_or_insert_with(Instant::now);
                 // The job's failure poisons the database; the loop reports it.
                 let _ = MutexGuard::unlocked(&mut bg, || work::run_claimed(db, job));

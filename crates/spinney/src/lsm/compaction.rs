@@ -28,6 +28,7 @@
 //! the count back to the trigger. A merge that reaches the oldest run writes
 //! the last level; any other writes one new L0 run in the window's place.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::version::{FileMeta, Version};
@@ -72,10 +73,6 @@ impl Compaction {
         self.inputs.iter().flat_map(|(_, f)| f.iter())
     }
 
-    pub(crate) fn contains(&self, number: u64) -> bool {
-        self.files().any(|f| f.record.number == number)
-    }
-
     /// A single file with nothing to merge with moves down without a rewrite.
     pub(crate) fn is_trivial_move(&self) -> bool {
         match self.inputs.as_slice() {
@@ -106,27 +103,19 @@ impl Compaction {
         (from_output, from_above)
     }
 
-    /// Index, in the L0 list of `version`, of the oldest L0 input.
-    fn last_l0_input_index(&self, version: &Version) -> Option<usize> {
-        let l0: Vec<u64> = self
-            .inputs
-            .iter()
-            .filter(|(l, _)| *l == 0)
-            .flat_map(|(_, f)| f.iter().map(|f| f.record.number))
-            .collect();
-        version
-            .level(0)
-            .iter()
-            .rposition(|f| l0.contains(&f.record.number))
-    }
-
     /// A test, fixed at pick time against `base`, of whether a run older
     /// than every input may hold `user_key` (then a tombstone for it must be
     /// kept). Conservative: it may answer yes for data a concurrent
     /// compaction has since dropped, never no for data that is there.
     pub(crate) fn older_runs(&self, base: &Version) -> OlderRuns {
+        let inputs: HashSet<u64> = self.files().map(|f| f.record.number).collect();
+        // The L0 runs after the oldest L0 input (none when no input is in L0).
         let mut l0 = Vec::new();
-        if let Some(i) = self.last_l0_input_index(base) {
+        if let Some(i) = base
+            .level(0)
+            .iter()
+            .rposition(|f| inputs.contains(&f.record.number))
+        {
             l0 = base.level(0).get(i + 1..).unwrap_or(&[]).to_vec();
         }
         let shallowest = self
@@ -140,7 +129,7 @@ impl Compaction {
         for (n, files) in base.levels.iter().enumerate().skip(shallowest) {
             let kept: Vec<Arc<FileMeta>> = files
                 .iter()
-                .filter(|f| !self.contains(f.record.number))
+                .filter(|f| !inputs.contains(&f.record.number))
                 .cloned()
                 .collect();
             if let Some(l) = levels.levels.get_mut(n) {
@@ -266,7 +255,11 @@ pub(crate) fn l0_output_level(version: &Version, opts: &CompactionOptions) -> us
     if opts.style == CompactionStyle::Tiered {
         return 1;
     }
-    let base = level_targets(version, opts).base_level;
+    l0_output_below(version, level_targets(version, opts).base_level)
+}
+
+/// `l0_output_level` of a leveled table whose base level is `base`.
+fn l0_output_below(version: &Version, base: usize) -> usize {
     (1..base)
         .find(|&n| !version.level(n).is_empty())
         .unwrap_or(base)
@@ -362,6 +355,7 @@ fn pick_leveled(
     busy: &Busy<'_>,
 ) -> Option<Compaction> {
     let scores = level_scores(version, opts);
+    let base_level = level_targets(version, opts).base_level;
     let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&n| scores[n] >= 1.0).collect();
     order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]));
     for level in order {
@@ -371,7 +365,7 @@ fn pick_leveled(
             if version.level(0).iter().any(|f| f.is_being_compacted()) {
                 continue;
             }
-            let output = l0_output_level(version, opts);
+            let output = l0_output_below(version, base_level);
             let mut c = level_into_next(version, 0, output, opts);
             c.reason = Reason::L0Runs;
             c.score = score;
@@ -380,7 +374,7 @@ fn pick_leveled(
             }
             continue;
         }
-        let reason = if level < level_targets(version, opts).base_level {
+        let reason = if level < base_level {
             Reason::AboveBase
         } else {
             Reason::LevelSize
@@ -426,12 +420,14 @@ fn level_into_next(
 ) -> Compaction {
     let files = version.level(level).to_vec();
     let (lo, hi) = key_hull(files.iter());
+    let next = if files.is_empty() {
+        Vec::new()
+    } else {
+        version.overlapping(output, &lo, &hi)
+    };
     let mut inputs = vec![(level, files)];
-    if !inputs.iter().all(|(_, f)| f.is_empty()) {
-        let next = version.overlapping(output, &lo, &hi);
-        if !next.is_empty() {
-            inputs.push((output, next));
-        }
+    if !next.is_empty() {
+        inputs.push((output, next));
     }
     Compaction {
         reason: Reason::Manual,

@@ -252,28 +252,17 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
         })?
         .to_string();
     let kind_at = p.pos();
-    let kind = match p.u8("table kind")? {
-        1 => TableKind::Lsm,
-        2 => TableKind::Btree,
-        _ => {
-            return Err(DecodeError {
-                offset: kind_at,
-                what: "unknown table kind",
-            })
-        }
-    };
-    let c_at = p.pos();
-    let compression = match p.u8("compression")? {
-        0 => Compression::None,
-        1 => Compression::Lz4,
-        2 => Compression::Zstd,
-        _ => {
-            return Err(DecodeError {
-                offset: c_at,
-                what: "unknown compression",
-            })
-        }
-    };
+    let kind = decode_code(p, "table kind", "unknown table kind", |b| match b {
+        1 => Some(TableKind::Lsm),
+        2 => Some(TableKind::Btree),
+        _ => None,
+    })?;
+    let compression = decode_code(p, "compression", "unknown compression", |b| match b {
+        0 => Some(Compression::None),
+        1 => Some(Compression::Lz4),
+        2 => Some(Compression::Zstd),
+        _ => None,
+    })?;
     let bloom_bits_per_key = p.varint32()?;
     let block_size = usize::try_from(p.varint64()?).map_err(|_| p.error("block size"))?;
     let write_buffer_size =
@@ -302,32 +291,45 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
     Ok(TableRecord { id, name, options })
 }
 
+/// One byte that stands for one of a few values (`decode` maps it, None for
+/// a byte no value has); `unknown` names the error, at the byte's offset.
+fn decode_code<T>(
+    p: &mut Decoder<'_>,
+    what: &'static str,
+    unknown: &'static str,
+    decode: impl Fn(u8) -> Option<T>,
+) -> Result<T, DecodeError> {
+    let at = p.pos();
+    decode(p.u8(what)?).ok_or(DecodeError {
+        offset: at,
+        what: unknown,
+    })
+}
+
 fn decode_compaction(p: &mut Decoder<'_>) -> Result<CompactionOptions, DecodeError> {
-    let style_at = p.pos();
-    let style = match p.u8("compaction style")? {
-        1 => CompactionStyle::Leveled,
-        2 => CompactionStyle::Tiered,
-        _ => {
-            return Err(DecodeError {
-                offset: style_at,
-                what: "unknown compaction style",
-            })
-        }
-    };
+    let style = decode_code(
+        p,
+        "compaction style",
+        "unknown compaction style",
+        |b| match b {
+            1 => Some(CompactionStyle::Leveled),
+            2 => Some(CompactionStyle::Tiered),
+            _ => None,
+        },
+    )?;
     let l0_trigger = p.varint32()?;
     let fanout = p.varint32()?;
     let level_base_bytes = p.varint64()?;
-    let dynamic_at = p.pos();
-    let dynamic_level_bytes = match p.u8("dynamic level bytes")? {
-        0 => false,
-        1 => true,
-        _ => {
-            return Err(DecodeError {
-                offset: dynamic_at,
-                what: "dynamic level bytes is neither 0 nor 1",
-            })
-        }
-    };
+    let dynamic_level_bytes = decode_code(
+        p,
+        "dynamic level bytes",
+        "dynamic level bytes is neither 0 nor 1",
+        |b| match b {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        },
+    )?;
     Ok(CompactionOptions {
         style,
         l0_trigger,
