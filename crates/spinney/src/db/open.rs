@@ -374,7 +374,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         last_seqno,
         log_number: wal_number,
     }
-    .edit();
+    .edit()
+    .encode();
     let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
 
     let wal_writer = LogWriter::new(fs.create(&dir.join(wal_name(wal_number)))?);
@@ -409,7 +410,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let vs = VersionSet {
         manifest,
         manifest_number,
-        snapshot_bytes: snapshot.encode().len() as u64,
+        snapshot_bytes: snapshot.len() as u64,
         manifest_failed: None,
         next_table_id: state.next_table_id,
         tables,

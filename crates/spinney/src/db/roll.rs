@@ -102,10 +102,11 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
         last_seqno: db.last_seqno.load(Ordering::Acquire),
         log_number,
     }
-    .edit();
-    let writer = start_manifest(&*db.fs, &db.dir, number, &[&snapshot, edit])?;
+    .edit()
+    .encode();
+    let writer = start_manifest(&*db.fs, &db.dir, number, &[&snapshot, &edit.encode()])?;
     vs.manifest = writer;
-    vs.snapshot_bytes = snapshot.encode().len() as u64;
+    vs.snapshot_bytes = snapshot.len() as u64;
     let old = std::mem::replace(&mut vs.manifest_number, number);
     db.counters.manifest_rolls.fetch_add(1, Ordering::Relaxed);
     // The new manifest is live and durable: the old one is garbage. A failed

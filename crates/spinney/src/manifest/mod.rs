@@ -372,7 +372,7 @@ pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
 }
 
-/// Writes manifest `number` in `dir` holding `edits` (the first must describe
+/// Writes manifest `number` in `dir` holding `records` (encoded edits; the first must describe
 /// the whole state) and makes it the live manifest; returns its writer, for
 /// the edits that follow. Used by open and by the manifest roll.
 ///
@@ -392,12 +392,12 @@ pub(crate) fn start_manifest(
     fs: &dyn Fs,
     dir: &Path,
     number: u64,
-    edits: &[&VersionEdit],
+    records: &[&[u8]],
 ) -> Result<LogWriter> {
     let name = manifest_name(number);
     let mut manifest = LogWriter::new(fs.create(&dir.join(&name))?);
-    for edit in edits {
-        manifest.add_record(&edit.encode())?;
+    for record in records {
+        manifest.add_record(record)?;
     }
     manifest.sync()?;
     fs.sync_dir(dir)?;
