@@ -372,9 +372,10 @@ pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
 }
 
-/// Writes manifest `number` in `dir` holding `records` (encoded edits; the first must describe
-/// the whole state) and makes it the live manifest; returns its writer, for
-/// the edits that follow. Used by open and by the manifest roll.
+/// Writes manifest `number` in `dir` holding `records` (encoded edits; the
+/// first must describe the whole state) and makes it the live manifest;
+/// returns its writer, for the edits that follow. Used by open and by the
+/// manifest roll.
 ///
 /// Order of the steps, each durable before the next begins:
 /// 1. the new manifest's records (file sync), then its directory entry
