@@ -501,6 +501,38 @@ mod tests {
     }
 
     #[test]
+    fn golden_bytes_of_a_create_table_record() {
+        // Pins docs/format.md's create_table field, compaction options included.
+        let e = VersionEdit {
+            created: vec![TableRecord {
+                id: 1,
+                name: "t".into(),
+                options: TableOptions {
+                    write_buffer_size: 64 << 10,
+                    ..TableOptions::tiered()
+                },
+            }],
+            ..VersionEdit::default()
+        };
+        #[rustfmt::skip]
+        let want = [
+            5, 28, // tag create_table, payload length
+            1, 1, b't', // id, name
+            1, 0, 10, // kind lsm, no compression, bloom bits
+            0x80, 0x20, // block size 4096
+            0x80, 0x80, 0x04, // write buffer 65536
+            2, 4, 10, // tiered, l0 trigger, fanout
+            0x80, 0x80, 0x80, 0x20, // level base 64 MiB
+            1, // dynamic level bytes
+            0x80, 0x80, 0x80, 0x04, // target file 8 MiB
+            1, 2, 32, // size ratio %, min and max merge width
+            0xC8, 0x01, // max size amplification 200%
+        ];
+        assert_eq!(e.encode(), want);
+        assert_eq!(VersionEdit::decode(&want).expect("decodes"), e);
+    }
+
+    #[test]
     fn a_table_record_without_compaction_options_is_leveled() {
         // The create-table record as written before tables had compaction
         // options: id 1, name "t", lsm, no compression, 10 bloom bits,
