@@ -1,12 +1,9 @@
 //! `WriteBatch`: puts and deletes over any tables, committed atomically.
 
-use std::sync::Arc;
-
-use crate::db::Table;
+use crate::db::{Core, Table};
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::lsm::key::Kind;
-use crate::lsm::table::LsmTable;
 use crate::wal::batch::BatchRep;
 
 /// A set of writes to one or more tables, applied all together or not at
@@ -27,7 +24,7 @@ use crate::wal::batch::BatchRep;
 #[derive(Default)]
 pub struct WriteBatch {
     pub(crate) rep: BatchRep,
-    pub(crate) tables: Vec<Arc<LsmTable>>,
+    pub(crate) tables: Vec<Core>,
     pub(crate) db_id: Option<u64>,
     pub(crate) invalid: Option<Error>,
 }
@@ -79,18 +76,19 @@ impl WriteBatch {
             self.invalid = Some(e);
             return;
         }
-        if !self.tables.iter().any(|t| t.id == table.core.id) {
-            self.tables.push(Arc::clone(&table.core));
+        if !self.tables.iter().any(|t| t.id() == table.core.id()) {
+            self.tables.push(table.core.clone());
         }
-        self.rep.push(kind, table.core.id, key, value);
+        self.rep.push(kind, table.core.id(), key, value);
     }
 
     fn check(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
-        if key.len() > limits::KEY_BYTES_MAX {
+        let max_key = table.options().max_key_len();
+        if key.len() > max_key {
             return Err(Error::invalid(format!(
-                "key of {} bytes is longer than the limit of {} bytes",
+                "key of {} bytes is longer than the limit of {max_key} bytes for table {:?}",
                 key.len(),
-                limits::KEY_BYTES_MAX
+                table.name()
             )));
         }
         if value.len() > limits::VALUE_BYTES_MAX {

@@ -12,7 +12,7 @@ use crate::wal::batch::DecodedBatch;
 use crate::wal::reader::{LogReader, Read};
 
 /// Writes a description of the file at `path` to `out`. The kind of file is
-/// told by its name: `*.sst`, `*.wal`, `MANIFEST-*`, `CURRENT`.
+/// told by its name: `*.sst`, `*.btree`, `*.wal`, `MANIFEST-*`, `CURRENT`.
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     let fs = OsFs::new();
     let name = path
@@ -22,6 +22,8 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     let w = |e: std::io::Error| Error::io("write", "<dump output>", e);
     if name.ends_with(".sst") {
         sst::dump(&fs, path, out)
+    } else if name.ends_with(".btree") {
+        crate::btree::verify::dump_file(&fs, path, out)
     } else if name.ends_with(".wal") {
         writeln!(out, "write-ahead log segment {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {

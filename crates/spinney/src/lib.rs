@@ -32,6 +32,7 @@
 //! ```
 
 mod batch;
+pub(crate) mod btree;
 pub(crate) mod cache;
 mod db;
 mod dump;
@@ -46,10 +47,11 @@ pub(crate) mod read_context;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
+pub use btree::BtreeShape;
 pub use cache::CacheStats;
 pub use db::{
-    Cursor, Db, LevelStats, Range, ReadOptions, Shape, ShapeLevel, Snapshot, Stats, Table,
-    TableInfo, TableStats, WorkDone,
+    BtreeStats, Cursor, Db, LevelStats, Range, ReadOptions, Shape, ShapeLevel, Snapshot, Stats,
+    Table, TableInfo, TableStats, WorkDone,
 };
 pub use dump::dump;
 pub use error::{Error, Result};

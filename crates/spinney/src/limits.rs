@@ -73,6 +73,12 @@ pub const TARGET_FILE_BYTES_MAX: u64 = 4 << 30;
 /// Most background threads.
 pub const BACKGROUND_THREADS_MAX: usize = 64;
 
+/// Smallest B-tree page.
+pub const PAGE_BYTES_MIN: usize = 4 << 10;
+
+/// Largest B-tree page (page offsets are 16 bits).
+pub const PAGE_BYTES_MAX: usize = 32 << 10;
+
 /// Number of levels of an LSM table, L0 included.
 pub const LSM_LEVELS: usize = 7;
 

@@ -32,7 +32,8 @@ pub enum TableKind {
     /// to sorted files that compaction merges.
     #[default]
     Lsm,
-    /// A B+tree of pages updated in place. Not yet available.
+    /// A B+tree of pages changed in place in memory and written
+    /// copy-on-write at checkpoints.
     Btree,
 }
 
@@ -260,6 +261,9 @@ pub struct TableOptions {
     pub write_buffer_size: usize,
     /// How the table compacts (LSM tables).
     pub compaction: CompactionOptions,
+    /// The size of a page (B-tree tables): a power of two from 4 KiB to
+    /// 32 KiB. A user key may be up to about a quarter of it.
+    pub page_size: usize,
 }
 
 impl Default for TableOptions {
@@ -271,6 +275,7 @@ impl Default for TableOptions {
             block_size: 4096,
             write_buffer_size: 8 << 20,
             compaction: CompactionOptions::leveled(),
+            page_size: 8 << 10,
         }
     }
 }
@@ -279,6 +284,14 @@ impl TableOptions {
     /// Defaults for an LSM table with leveled compaction.
     pub fn lsm() -> Self {
         TableOptions::default()
+    }
+
+    /// Defaults for a B-tree table.
+    pub fn btree() -> Self {
+        TableOptions {
+            kind: TableKind::Btree,
+            ..TableOptions::default()
+        }
     }
 
     /// Defaults for an LSM table with tiered compaction.
@@ -316,7 +329,25 @@ impl TableOptions {
                 limits::WRITE_BUFFER_BYTES_MAX
             )));
         }
+        if !self.page_size.is_power_of_two()
+            || !(limits::PAGE_BYTES_MIN..=limits::PAGE_BYTES_MAX).contains(&self.page_size)
+        {
+            return Err(Error::invalid(format!(
+                "page_size {} is not a power of two in {}..={}",
+                self.page_size,
+                limits::PAGE_BYTES_MIN,
+                limits::PAGE_BYTES_MAX
+            )));
+        }
         self.compaction.validate()
+    }
+
+    /// The longest user key the table takes.
+    pub fn max_key_len(&self) -> usize {
+        match self.kind {
+            TableKind::Lsm => limits::KEY_BYTES_MAX,
+            TableKind::Btree => crate::btree::max_key_len(self.page_size),
+        }
     }
 }
 
@@ -408,6 +439,11 @@ pub struct Options {
     /// rolled at twice the record's size instead, so that a large catalog is
     /// not rewritten at every change. At least 4 KiB; 64 MiB by default.
     pub max_manifest_size: u64,
+    /// A B-tree table is checkpointed in the background once this many
+    /// bytes have been added to the log since its last checkpoint (and by
+    /// `Db::checkpoint`). The log is kept back to the oldest table's
+    /// checkpoint, so this bounds replay at open. 64 MiB by default.
+    pub checkpoint_wal_bytes: u64,
     /// The file system. `OsFs` unless a test injects faults.
     pub fs: Arc<dyn Fs>,
 }
@@ -425,6 +461,7 @@ impl fmt::Debug for Options {
             .field("autowork", &self.autowork)
             .field("backpressure", &self.backpressure)
             .field("max_manifest_size", &self.max_manifest_size)
+            .field("checkpoint_wal_bytes", &self.checkpoint_wal_bytes)
             .field("fs", &self.fs)
             .finish()
     }
@@ -443,6 +480,7 @@ impl Default for Options {
             autowork: true,
             backpressure: Backpressure::default(),
             max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
+            checkpoint_wal_bytes: 64 << 20,
             fs: Arc::new(OsFs::new()),
         }
     }
@@ -463,6 +501,9 @@ impl Options {
                 self.background_threads,
                 limits::BACKGROUND_THREADS_MAX
             )));
+        }
+        if self.checkpoint_wal_bytes == 0 {
+            return Err(Error::invalid("checkpoint_wal_bytes must be at least 1"));
         }
         if self.max_manifest_size < limits::MANIFEST_BYTES_MIN {
             return Err(Error::invalid(format!(

@@ -1,24 +1,34 @@
-//! The block cache: one byte budget for every cached block of the database.
+//! The cache: one byte budget (`Options::cache_size`) for every cached SST
+//! block and every B-tree page of the database.
 //!
 //! Keys are `(owner, offset)`: `owner` is a number unique to a file for the
-//! life of the database (its file number), `offset` the block's place in it.
-//! Values are reference-counted and type-erased so that SST blocks today and
-//! B-tree pages later share the one budget (`Options::cache_size`).
+//! life of the database (an SST's file number, or the number a B-tree file
+//! got at open), `offset` the block's place or the page's number in it.
+//! Blocks are reference-counted, type-erased values: an evicted block stays
+//! alive while a reader holds its `Arc`. B-tree pages are frames: a frame
+//! held by anyone besides the cache is pinned and never evicted, and a dirty
+//! frame is written to its file before it leaves (`btree::write_back`), so
+//! that the cache is the one place a page lives while it is in memory.
 //!
-//! Eviction is CLOCK (second chance) per shard: a hit sets the entry's
-//! referenced bit; the hand clears bits and evicts the first entry it finds
-//! unreferenced. An evicted value stays alive while a reader holds its `Arc`,
-//! so the budget bounds what the cache keeps, not what readers pin.
+//! Eviction is CLOCK (second chance): a hit sets the entry's referenced bit;
+//! a hand clears bits and evicts the first entry it finds unreferenced (and,
+//! for a page, unpinned). The budget is global: an insert that takes the
+//! usage past it moves a hand over the shards in turn until the usage is
+//! back within it or nothing more can be evicted (every page left is pinned),
+//! so blocks and pages compete for the one budget.
 //!
 //! Thread-safety: 16 shards, each behind its own mutex; lookups of different
-//! blocks rarely contend.
+//! entries rarely contend. A dirty page's write happens under its shard's
+//! mutex (one page, to the OS page cache).
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+
+use crate::btree::page::Frame;
 
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -33,7 +43,7 @@ pub(crate) type CacheKey = (u64, u64);
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CacheStats {
-    /// Lookups that found their block.
+    /// Lookups that found their block or page.
     pub hits: u64,
     /// Lookups that did not.
     pub misses: u64,
@@ -49,15 +59,16 @@ pub struct CacheStats {
 pub(crate) struct Cache {
     shards: Vec<Mutex<Shard>>,
     capacity: u64,
+    usage: AtomicU64,
+    /// The shard the next eviction starts in.
+    hand: AtomicUsize,
     hits: AtomicU64,
     misses: AtomicU64,
+    evictions: AtomicU64,
 }
 
 #[derive(Debug, Default)]
 struct Shard {
-    capacity: u64,
-    usage: u64,
-    evictions: u64,
     map: HashMap<CacheKey, usize>,
     slots: Vec<Slot>,
     free: Vec<usize>,
@@ -65,31 +76,32 @@ struct Shard {
 }
 
 #[derive(Debug)]
+enum Entry {
+    Block(CacheValue),
+    Page(Arc<Frame>),
+}
+
+#[derive(Debug)]
 struct Slot {
     key: CacheKey,
-    value: Option<CacheValue>,
+    entry: Option<Entry>,
     charge: u64,
     referenced: bool,
 }
 
 impl Cache {
     /// A cache that keeps at most `capacity` bytes (by the charges given to
-    /// `insert`). A capacity of 0 caches nothing.
+    /// `insert`), beyond what pinned pages hold. A capacity of 0 caches no
+    /// block; pages in use are kept regardless.
     pub(crate) fn new(capacity: u64) -> Cache {
-        let per_shard = capacity / SHARDS as u64;
-        let shards = (0..SHARDS)
-            .map(|_| {
-                Mutex::new(Shard {
-                    capacity: per_shard,
-                    ..Shard::default()
-                })
-            })
-            .collect();
         Cache {
-            shards,
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             capacity,
+            usage: AtomicU64::new(0),
+            hand: AtomicUsize::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
         }
     }
 
@@ -104,57 +116,115 @@ impl Cache {
         &self.shards[index]
     }
 
+    fn count(&self, hit: bool) {
+        if hit {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn get(&self, key: &CacheKey) -> Option<CacheValue> {
         let mut shard = self.shard(key).lock();
-        let found = match shard.map.get(key) {
-            Some(&i) => shard.slots.get_mut(i).and_then(|slot| {
-                slot.referenced = true;
-                slot.value.clone()
-            }),
-            None => None,
+        let found = match shard.lookup(key) {
+            Some(Entry::Block(v)) => Some(Arc::clone(v)),
+            _ => None,
         };
         drop(shard);
-        match found {
-            Some(_) => self.hits.fetch_add(1, Ordering::Relaxed),
-            None => self.misses.fetch_add(1, Ordering::Relaxed),
-        };
+        self.count(found.is_some());
         found
     }
 
-    /// Inserts (or replaces) `key`, charging `charge` bytes, and evicts until
-    /// the shard is within its budget. A value larger than a shard's budget is
-    /// not cached.
+    /// The page frame cached under `key`, pinned by the returned `Arc`.
+    pub(crate) fn get_page(&self, key: &CacheKey) -> Option<Arc<Frame>> {
+        let mut shard = self.shard(key).lock();
+        let found = match shard.lookup(key) {
+            Some(Entry::Page(f)) => Some(Arc::clone(f)),
+            _ => None,
+        };
+        drop(shard);
+        self.count(found.is_some());
+        found
+    }
+
+    /// Inserts (or replaces) the block `key`, charging `charge` bytes, and
+    /// evicts until the cache is within its budget. A block larger than the
+    /// whole budget is not cached.
     pub(crate) fn insert(&self, key: CacheKey, value: CacheValue, charge: u64) {
-        let mut shard = self.shard(&key).lock();
-        if charge > shard.capacity {
+        if charge > self.capacity {
             return;
         }
-        shard.remove(&key);
-        while shard.usage + charge > shard.capacity {
-            if !shard.evict_one() {
+        let old = {
+            let mut shard = self.shard(&key).lock();
+            let old = shard.remove(&key);
+            shard.put(key, Entry::Block(value), charge);
+            old
+        };
+        self.account(charge, old);
+        self.shrink();
+    }
+
+    /// Caches the page frame `frame` under `key`, unless a frame is already
+    /// cached there and `replace` is false: then that one is returned and
+    /// `frame` dropped (two readers that missed the same page share the
+    /// first frame, so that a change made to it is never hidden by a
+    /// reload). A new page of a file replaces whatever stale frame its
+    /// number had.
+    pub(crate) fn insert_page(
+        &self,
+        key: CacheKey,
+        frame: Arc<Frame>,
+        charge: u64,
+        replace: bool,
+    ) -> Arc<Frame> {
+        let old = {
+            let mut shard = self.shard(&key).lock();
+            if !replace {
+                if let Some(Entry::Page(f)) = shard.lookup(&key) {
+                    return Arc::clone(f);
+                }
+            }
+            let old = shard.remove(&key);
+            shard.put(key, Entry::Page(Arc::clone(&frame)), charge);
+            old
+        };
+        self.account(charge, old);
+        self.shrink();
+        frame
+    }
+
+    /// Drops `key` from the cache (a page that was freed).
+    pub(crate) fn remove(&self, key: &CacheKey) {
+        let old = self.shard(key).lock().remove(key);
+        self.account(0, old);
+    }
+
+    fn account(&self, added: u64, removed: Option<u64>) {
+        self.usage.fetch_add(added, Ordering::Relaxed);
+        if let Some(r) = removed {
+            self.usage.fetch_sub(r, Ordering::Relaxed);
+        }
+    }
+
+    /// Evicts until the usage is within the budget, or a whole turn of the
+    /// shards finds nothing to evict.
+    fn shrink(&self) {
+        let mut failures = 0;
+        while self.usage.load(Ordering::Relaxed) > self.capacity && failures < SHARDS {
+            let i = self.hand.fetch_add(1, Ordering::Relaxed) % SHARDS;
+            let Some(shard) = self.shards.get(i) else {
                 break;
+            };
+            let freed = shard.lock().evict_one();
+            match freed {
+                Some(charge) => {
+                    failures = 0;
+                    self.usage.fetch_sub(charge, Ordering::Relaxed);
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+                None => failures += 1,
             }
         }
-        let slot = Slot {
-            key,
-            value: Some(value),
-            charge,
-            referenced: false,
-        };
-        let index = match shard.free.pop() {
-            Some(i) => {
-                if let Some(s) = shard.slots.get_mut(i) {
-                    *s = slot;
-                }
-                i
-            }
-            None => {
-                shard.slots.push(slot);
-                shard.slots.len() - 1
-            }
-        };
-        shard.map.insert(key, index);
-        shard.usage += charge;
     }
 
     /// Drops every entry of `owner` (a deleted file) from the cache.
@@ -163,46 +233,68 @@ impl Cache {
             let mut shard = shard.lock();
             let keys: Vec<CacheKey> = shard.map.keys().filter(|k| k.0 == owner).copied().collect();
             for k in keys {
-                shard.remove(&k);
+                let old = shard.remove(&k);
+                self.account(0, old);
             }
         }
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
-        let mut usage = 0;
-        let mut evictions = 0;
-        for shard in &self.shards {
-            let shard = shard.lock();
-            usage += shard.usage;
-            evictions += shard.evictions;
-        }
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            evictions,
-            usage_bytes: usage,
+            evictions: self.evictions.load(Ordering::Relaxed),
+            usage_bytes: self.usage.load(Ordering::Relaxed),
             capacity_bytes: self.capacity,
         }
     }
 }
 
 impl Shard {
-    fn remove(&mut self, key: &CacheKey) {
-        if let Some(i) = self.map.remove(key) {
-            if let Some(slot) = self.slots.get_mut(i) {
-                slot.value = None;
-                self.usage -= slot.charge;
-                slot.charge = 0;
-                self.free.push(i);
-            }
-        }
+    fn lookup(&mut self, key: &CacheKey) -> Option<&Entry> {
+        let i = *self.map.get(key)?;
+        let slot = self.slots.get_mut(i)?;
+        slot.referenced = true;
+        slot.entry.as_ref()
     }
 
-    /// Advances the clock hand until one entry is evicted; false when the
-    /// shard holds nothing.
-    fn evict_one(&mut self) -> bool {
+    fn put(&mut self, key: CacheKey, entry: Entry, charge: u64) {
+        let slot = Slot {
+            key,
+            entry: Some(entry),
+            charge,
+            referenced: false,
+        };
+        let index = match self.free.pop() {
+            Some(i) => {
+                if let Some(s) = self.slots.get_mut(i) {
+                    *s = slot;
+                }
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                self.slots.len() - 1
+            }
+        };
+        self.map.insert(key, index);
+    }
+
+    /// Removes `key`; returns its charge if it was cached.
+    fn remove(&mut self, key: &CacheKey) -> Option<u64> {
+        let i = self.map.remove(key)?;
+        let slot = self.slots.get_mut(i)?;
+        slot.entry = None;
+        let charge = std::mem::take(&mut slot.charge);
+        self.free.push(i);
+        Some(charge)
+    }
+
+    /// Advances the clock hand until one entry is evicted; returns its
+    /// charge, or None when nothing here can be evicted.
+    fn evict_one(&mut self) -> Option<u64> {
         if self.map.is_empty() {
-            return false;
+            return None;
         }
         // Two sweeps clear every referenced bit, so the loop ends.
         for _ in 0..self.slots.len() * 2 + 1 {
@@ -214,19 +306,26 @@ impl Shard {
             let Some(slot) = self.slots.get_mut(i) else {
                 continue;
             };
-            if slot.value.is_none() {
-                continue;
-            }
-            if slot.referenced {
-                slot.referenced = false;
+            let evictable = match &slot.entry {
+                None => continue,
+                Some(_) if slot.referenced => {
+                    slot.referenced = false;
+                    continue;
+                }
+                Some(Entry::Block(_)) => true,
+                // Held elsewhere: in use, so pinned. Otherwise it leaves
+                // once it is clean (written now if dirty).
+                Some(Entry::Page(f)) => {
+                    Arc::strong_count(f) == 1 && crate::btree::page::write_back(f)
+                }
+            };
+            if !evictable {
                 continue;
             }
             let key = slot.key;
-            self.remove(&key);
-            self.evictions += 1;
-            return true;
+            return self.remove(&key);
         }
-        false
+        None
     }
 }
 

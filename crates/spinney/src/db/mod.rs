@@ -26,16 +26,21 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use stats::{LevelStats, Shape, ShapeLevel, Stats, TableStats};
+pub use stats::{BtreeStats, LevelStats, Shape, ShapeLevel, Stats, TableStats};
 pub use work::WorkDone;
 
 use crate::batch::WriteBatch;
+use crate::btree::iter::BtreeIter;
+use crate::btree::{BtreeTable, Lookup};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, Fs};
 use crate::limits;
 use crate::lsm::compaction;
 use crate::lsm::cursor::LsmCursor;
+use crate::lsm::iter::InternalIterator;
+use crate::lsm::key::{internal_key, Kind, ParsedKey, KIND_SEEK};
+use crate::lsm::merge::MergingIter;
 use crate::lsm::table::LsmTable;
 use crate::lsm::version::Version;
 use crate::manifest::{TableRecord, VersionEdit};
@@ -89,6 +94,7 @@ pub(crate) struct VersionSet {
     pub manifest_failed: Option<String>,
     pub next_table_id: u32,
     pub tables: BTreeMap<String, Arc<LsmTable>>,
+    pub btrees: BTreeMap<String, Arc<BtreeTable>>,
     pub pending_outputs: HashSet<u64>,
     pub live_versions: Vec<Weak<Version>>,
 }
@@ -236,13 +242,57 @@ impl DbInner {
         snaps.keys().next().copied().unwrap_or(visible).min(visible)
     }
 
-    pub(crate) fn table(&self, name: &str) -> Result<Arc<LsmTable>> {
-        self.vs
-            .lock()
-            .tables
+    pub(crate) fn table(&self, name: &str) -> Result<Core> {
+        let vs = self.vs.lock();
+        if let Some(t) = vs.tables.get(name) {
+            return Ok(Core::Lsm(Arc::clone(t)));
+        }
+        vs.btrees
             .get(name)
-            .cloned()
+            .map(|t| Core::Btree(Arc::clone(t)))
             .ok_or_else(|| Error::NoSuchTable(name.to_string()))
+    }
+
+    /// Every B-tree table.
+    pub(crate) fn btrees(&self) -> Vec<Arc<BtreeTable>> {
+        self.vs.lock().btrees.values().cloned().collect()
+    }
+}
+
+/// A table of either kind.
+#[derive(Clone)]
+pub(crate) enum Core {
+    Lsm(Arc<LsmTable>),
+    Btree(Arc<BtreeTable>),
+}
+
+impl Core {
+    pub(crate) fn id(&self) -> u32 {
+        match self {
+            Core::Lsm(t) => t.id,
+            Core::Btree(t) => t.id,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Core::Lsm(t) => &t.name,
+            Core::Btree(t) => &t.name,
+        }
+    }
+
+    pub(crate) fn options(&self) -> &TableOptions {
+        match self {
+            Core::Lsm(t) => &t.options,
+            Core::Btree(t) => &t.options,
+        }
+    }
+
+    pub(crate) fn is_dropped(&self) -> bool {
+        match self {
+            Core::Lsm(t) => t.dropped.load(Ordering::Acquire),
+            Core::Btree(t) => t.dropped.load(Ordering::Acquire),
+        }
     }
 }
 
@@ -308,16 +358,11 @@ impl Db {
         inner.check_writable()?;
         validate_table_name(name)?;
         options.validate()?;
-        if options.kind == TableKind::Btree {
-            return Err(Error::Unsupported(
-                "B-tree tables are not available yet; create an LSM table".into(),
-            ));
-        }
         let mut vs = inner.vs.lock();
-        if vs.tables.contains_key(name) {
+        if vs.tables.contains_key(name) || vs.btrees.contains_key(name) {
             return Err(Error::TableExists(name.to_string()));
         }
-        if vs.tables.len() >= limits::TABLES_MAX {
+        if vs.tables.len() + vs.btrees.len() >= limits::TABLES_MAX {
             return Err(Error::invalid(format!(
                 "a database holds at most {} tables",
                 limits::TABLES_MAX
@@ -327,6 +372,12 @@ impl Db {
         // Entries of a new table are all newer than now: none is persisted yet,
         // and none is older than the current last seqno.
         let flushed = inner.last_seqno.load(Ordering::Acquire);
+        if options.kind == TableKind::Btree {
+            // The file first (synced, and its directory entry): a crash
+            // before the manifest names it leaves an orphan that open removes.
+            BtreeTable::create_file(&*inner.fs, &inner.dir, id, &options, flushed)?;
+            inner.fs.sync_dir(&inner.dir)?;
+        }
         let edit = VersionEdit {
             next_table_id: Some(id + 1),
             created: vec![TableRecord {
@@ -343,6 +394,35 @@ impl Db {
             return Err(e);
         }
         vs.next_table_id = id + 1;
+        if options.kind == TableKind::Btree {
+            let owner = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
+            let opened = BtreeTable::open(
+                &*inner.fs,
+                &inner.dir,
+                id,
+                name.to_string(),
+                options,
+                Arc::clone(&inner.cache),
+                owner,
+            );
+            let t = match opened {
+                Ok(t) => Arc::new(t),
+                Err(e) => {
+                    drop(vs);
+                    inner.poison(format!("opening a new B-tree table failed: {e}"));
+                    return Err(e);
+                }
+            };
+            t.wal_bytes_at_checkpoint.store(
+                inner.counters.wal_bytes.load(Ordering::Relaxed),
+                Ordering::Release,
+            );
+            vs.btrees.insert(name.to_string(), Arc::clone(&t));
+            return Ok(Table {
+                db: Arc::clone(inner),
+                core: Core::Btree(t),
+            });
+        }
         let core = Arc::new(LsmTable::new(
             id,
             name.to_string(),
@@ -355,7 +435,7 @@ impl Db {
         vs.tables.insert(name.to_string(), Arc::clone(&core));
         Ok(Table {
             db: Arc::clone(inner),
-            core,
+            core: Core::Lsm(core),
         })
     }
 
@@ -378,23 +458,31 @@ impl Db {
 
     /// Every table, by name.
     pub fn tables(&self) -> Vec<TableInfo> {
-        self.inner
-            .vs
-            .lock()
+        let vs = self.inner.vs.lock();
+        let mut all: Vec<TableInfo> = vs
             .tables
             .values()
             .map(|t| TableInfo {
                 name: t.name.clone(),
                 options: t.options.clone(),
             })
-            .collect()
+            .chain(vs.btrees.values().map(|t| TableInfo {
+                name: t.name.clone(),
+                options: t.options.clone(),
+            }))
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     /// Drops a table and, once no reader needs them, its files.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let inner = &self.inner;
         inner.check_writable()?;
-        let table = inner.table(name)?;
+        let table = match inner.table(name)? {
+            Core::Lsm(t) => t,
+            Core::Btree(t) => return work::drop_btree(inner, &t),
+        };
         work::begin_drop(inner, &table)?;
         let mut vs = inner.vs.lock();
         let edit = VersionEdit {
@@ -431,12 +519,26 @@ impl Db {
         Snapshot::new(&self.inner)
     }
 
-    /// Flushes every table's memtables to SSTs and waits for it.
+    /// Flushes every LSM table's memtables to SSTs and checkpoints every
+    /// B-tree table, and waits for it: everything committed so far is then
+    /// in the tables' files.
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
         let tables: Vec<_> = self.inner.vs.lock().tables.values().cloned().collect();
         for t in tables {
             work::flush_table_now(&self.inner, &t)?;
+        }
+        self.checkpoint()
+    }
+
+    /// Checkpoints every B-tree table: writes its changed pages
+    /// copy-on-write and makes the new image durable, so that the log before
+    /// it is no longer needed. Runs in the background every
+    /// `Options::checkpoint_wal_bytes` of log too.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.inner.check_writable()?;
+        for t in self.inner.btrees() {
+            work::checkpoint_table(&self.inner, &t)?;
         }
         Ok(())
     }
@@ -553,14 +655,14 @@ fn validate_table_name(name: &str) -> Result<()> {
 #[derive(Clone)]
 pub struct Table {
     pub(crate) db: Arc<DbInner>,
-    pub(crate) core: Arc<LsmTable>,
+    pub(crate) core: Core,
 }
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("name", &self.core.name)
-            .field("kind", &self.core.options.kind)
+            .field("name", &self.core.name())
+            .field("kind", &self.core.options().kind)
             .finish()
     }
 }
@@ -572,20 +674,102 @@ impl Table {
 
     fn check(&self) -> Result<()> {
         self.db.check_open()?;
-        if self.core.dropped.load(Ordering::Acquire) {
-            return Err(Error::NoSuchTable(self.core.name.clone()));
+        if self.core.is_dropped() {
+            return Err(Error::NoSuchTable(self.core.name().to_string()));
         }
         Ok(())
     }
 
     /// The table's name.
     pub fn name(&self) -> &str {
-        &self.core.name
+        self.core.name()
     }
 
     /// The table's options.
     pub fn options(&self) -> &TableOptions {
-        &self.core.options
+        self.core.options()
+    }
+
+    fn get_at(&self, key: &[u8], snapshot: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
+        self.check()?;
+        check_key(key)?;
+        let seqno = match snapshot {
+            Some(s) => Some(self.read_seqno(Some(s))?),
+            None => None,
+        };
+        match &self.core {
+            Core::Lsm(t) => t.get(
+                key,
+                seqno.unwrap_or_else(|| self.db.visible_seqno.load(Ordering::Acquire)),
+            ),
+            Core::Btree(t) => match t.get(key, seqno, &self.db.visible_seqno)? {
+                Lookup::Value(v) => Ok(Some(v)),
+                Lookup::Absent => Ok(None),
+                Lookup::Continue(at) => {
+                    // The key's versions span two leaves: read them with an
+                    // iterator, under a registered snapshot so that none is
+                    // pruned meanwhile.
+                    let pin = match snapshot {
+                        Some(s) => s.clone(),
+                        None => Snapshot::new(&self.db),
+                    };
+                    let at = if snapshot.is_some() { at } else { pin.seqno };
+                    let mut it = BtreeIter::new(Arc::clone(t));
+                    it.seek(&internal_key(key, at, KIND_SEEK));
+                    if !it.valid() {
+                        it.status()?;
+                        return Ok(None);
+                    }
+                    match ParsedKey::parse(it.key()) {
+                        Some(k) if k.user_key == key && k.kind == Kind::Put => {
+                            Ok(Some(it.value().to_vec()))
+                        }
+                        _ => Ok(None),
+                    }
+                }
+            },
+        }
+    }
+
+    /// A cursor over this table at `seqno`, kept readable by `pin`.
+    fn cursor_at(
+        &self,
+        pin: &Pin,
+        seqno: u64,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> Result<LsmCursor> {
+        match (&self.core, pin) {
+            (Core::Lsm(t), Pin::Lsm(sv)) => t.cursor_from(sv, seqno, lower, upper),
+            (Core::Btree(t), _) => {
+                let children: Vec<Box<dyn InternalIterator>> =
+                    vec![Box::new(BtreeIter::new(Arc::clone(t)))];
+                Ok(LsmCursor::new(
+                    MergingIter::new(children),
+                    seqno,
+                    lower,
+                    upper,
+                ))
+            }
+            (Core::Lsm(t), _) => t.cursor(seqno, lower, upper),
+        }
+    }
+
+    /// What keeps a cursor's state readable: the LSM super version, or for a
+    /// B-tree a registered snapshot (so the writer prunes nothing it sees).
+    fn pin(&self, snapshot: Option<&Snapshot>) -> Result<(Pin, u64)> {
+        let seqno = self.read_seqno(snapshot)?;
+        Ok(match &self.core {
+            Core::Lsm(t) => (Pin::Lsm(t.super_version()), seqno),
+            Core::Btree(_) => {
+                let snap = match snapshot {
+                    Some(s) => s.clone(),
+                    None => Snapshot::new(&self.db),
+                };
+                let seqno = snap.seqno;
+                (Pin::Snapshot(snap), seqno)
+            }
+        })
     }
 
     /// Sets `key` to `value`.
@@ -604,10 +788,7 @@ impl Table {
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check()?;
-        check_key(key)?;
-        self.core
-            .get(key, self.db.visible_seqno.load(Ordering::Acquire))
+        self.get_at(key, None)
     }
 
     /// A cursor over the whole table at the current state.
@@ -618,11 +799,9 @@ impl Table {
     /// A cursor with bounds and, optionally, a snapshot.
     pub fn cursor_with(&self, options: &ReadOptions<'_>) -> Result<Cursor> {
         self.check()?;
-        let seqno = self.read_seqno(options.snapshot)?;
-        let inner = self
-            .core
-            .cursor(seqno, options.lower.clone(), options.upper.clone())?;
-        Ok(Cursor { inner })
+        let (pin, seqno) = self.pin(options.snapshot)?;
+        let inner = self.cursor_at(&pin, seqno, options.lower.clone(), options.upper.clone())?;
+        Ok(Cursor { inner, _pin: pin })
     }
 
     fn read_seqno(&self, snapshot: Option<&Snapshot>) -> Result<u64> {
@@ -647,19 +826,31 @@ impl Table {
         Range::new(self, None, Bound::Unbounded, Bound::Unbounded)
     }
 
-    /// Flushes this table's memtables to SSTs and waits for it.
+    /// Flushes this table's memtables to SSTs (LSM), or checkpoints it
+    /// (B-tree), and waits for it.
     pub fn flush(&self) -> Result<()> {
         self.check()?;
         self.db.check_writable()?;
-        work::flush_table_now(&self.db, &self.core)
+        match &self.core {
+            Core::Lsm(t) => work::flush_table_now(&self.db, t),
+            Core::Btree(t) => work::checkpoint_table(&self.db, t).map(|_| ()),
+        }
+    }
+
+    /// Checkpoints this table (B-tree tables; the same as `flush`).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.flush()
     }
 
     /// Flushes, then merges every file into one sorted run in the last
     /// level, dropping deleted and overwritten entries that no snapshot can
-    /// see.
+    /// see. A B-tree table has no levels: this checkpoints it.
     pub fn compact_all(&self) -> Result<()> {
         self.flush()?;
-        work::compact_manual(&self.db, &self.core, work::Manual::All)
+        match &self.core {
+            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::All),
+            Core::Btree(_) => Ok(()),
+        }
     }
 
     /// Compacts every file of `level` into the level below it, and waits
@@ -676,13 +867,25 @@ impl Table {
                 compaction::LAST_LEVEL
             )));
         }
-        work::compact_manual(&self.db, &self.core, work::Manual::Level(level))
+        match &self.core {
+            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::Level(level)),
+            // No levels: nothing to do.
+            Core::Btree(_) => Ok(()),
+        }
     }
 
-    /// The table's shape now: memtables, L0 runs, and each deeper level.
+    /// The table's shape now. LSM: memtables, L0 runs, and each deeper
+    /// level. B-tree: `Shape::btree` (height, pages, fill; it reads every
+    /// page of the tree).
     pub fn shape(&self) -> Result<Shape> {
         self.check()?;
-        Ok(stats::shape(&self.core))
+        match &self.core {
+            Core::Lsm(t) => Ok(stats::shape(t)),
+            Core::Btree(t) => Ok(Shape {
+                btree: Some(t.shape()?),
+                ..Shape::default()
+            }),
+        }
     }
 }
 
@@ -754,10 +957,7 @@ impl Snapshot {
 
     /// The value of `key` in `table` as of the snapshot.
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        table.check()?;
-        check_key(key)?;
-        let seqno = table.read_seqno(Some(self))?;
-        table.core.get(key, seqno)
+        table.get_at(key, Some(self))
     }
 
     /// The entries of `table` in `range` as of the snapshot.
@@ -803,6 +1003,17 @@ impl Drop for Snapshot {
 /// It sees one consistent state, the one of its creation (or its snapshot).
 pub struct Cursor {
     inner: LsmCursor,
+    _pin: Pin,
+}
+
+/// What keeps a cursor's state readable.
+enum Pin {
+    Lsm(Arc<crate::lsm::table::SuperVersion>),
+    // Held for its registration, released when dropped.
+    #[allow(dead_code)]
+    Snapshot(Snapshot),
+    /// Pinned by the `Range` that holds the cursor.
+    None,
 }
 
 impl Cursor {
@@ -860,7 +1071,7 @@ pub struct Range {
     last_front: Option<Vec<u8>>,
     last_back: Option<Vec<u8>>,
     done: bool,
-    sv: Arc<crate::lsm::table::SuperVersion>,
+    pin: Pin,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
 }
@@ -873,12 +1084,10 @@ impl Range {
         upper: Bound<Vec<u8>>,
     ) -> Result<Range> {
         table.check()?;
-        let seqno = table.read_seqno(snapshot)?;
-        let sv = table.core.super_version();
+        let (pin, seqno) = table.pin(snapshot)?;
         let front = Cursor {
-            inner: table
-                .core
-                .cursor_from(&sv, seqno, lower.clone(), upper.clone())?,
+            inner: table.cursor_at(&pin, seqno, lower.clone(), upper.clone())?,
+            _pin: Pin::None,
         };
         Ok(Range {
             front,
@@ -889,7 +1098,7 @@ impl Range {
             last_front: None,
             last_back: None,
             done: false,
-            sv,
+            pin,
             lower,
             upper,
         })
@@ -938,8 +1147,8 @@ impl DoubleEndedIterator for Range {
                 b
             }
             None => {
-                let inner = match self.table.core.cursor_from(
-                    &self.sv,
+                let inner = match self.table.cursor_at(
+                    &self.pin,
                     self.seqno,
                     self.lower.clone(),
                     self.upper.clone(),
@@ -947,7 +1156,10 @@ impl DoubleEndedIterator for Range {
                     Ok(c) => c,
                     Err(e) => return self.finish(Err(e)),
                 };
-                let b = self.back.insert(Cursor { inner });
+                let b = self.back.insert(Cursor {
+                    inner,
+                    _pin: Pin::None,
+                });
                 b.seek_to_last();
                 b
             }

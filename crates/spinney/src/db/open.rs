@@ -25,6 +25,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::roll::WholeState;
 use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, VersionSet, Wal};
+use crate::btree::{self, BtreeTable, Horizon};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
@@ -34,7 +35,7 @@ use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{
     manifest_name, parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
 };
-use crate::options::{Options, WalRecovery};
+use crate::options::{Options, TableKind, WalRecovery};
 use crate::wal::batch::DecodedBatch;
 use crate::wal::reader::{LogReader, Read};
 use crate::wal::writer::LogWriter;
@@ -212,7 +213,23 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     // Build the tables from the manifest.
     let mut tables: BTreeMap<String, Arc<LsmTable>> = BTreeMap::new();
+    let mut btrees: BTreeMap<String, Arc<BtreeTable>> = BTreeMap::new();
     for t in state.tables.values() {
+        if t.record.options.kind == TableKind::Btree {
+            let owner = state.next_file_number;
+            state.next_file_number += 1;
+            let table = BtreeTable::open(
+                &*fs,
+                dir,
+                t.record.id,
+                t.record.name.clone(),
+                t.record.options.clone(),
+                Arc::clone(&cache),
+                owner,
+            )?;
+            btrees.insert(t.record.name.clone(), Arc::new(table));
+            continue;
+        }
         let mut version = Version::empty();
         for (level, files) in t.levels.iter().enumerate() {
             let mut metas: Vec<Arc<FileMeta>> = files
@@ -256,6 +273,13 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // Replay the log.
     let by_id: HashMap<u32, Arc<LsmTable>> =
         tables.values().map(|t| (t.id, Arc::clone(t))).collect();
+    let btree_by_id: HashMap<u32, Arc<BtreeTable>> =
+        btrees.values().map(|t| (t.id, Arc::clone(t))).collect();
+    // No reader exists yet: every version but the newest may be pruned.
+    let horizon = Horizon {
+        visible: SEQNO_MAX,
+        snapshots: Vec::new(),
+    };
     let mut segments: Vec<u64> = names
         .iter()
         .filter_map(|n| parse_numbered(n, "wal"))
@@ -302,6 +326,18 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                                 }
                                 t.active_mem()
                                     .add(seqno, entry.kind, entry.key, entry.value);
+                            }
+                        } else if let Some(t) = btree_by_id.get(&entry.table_id) {
+                            if seqno > t.persisted_seqno.load(Ordering::Relaxed) {
+                                let mut st = t.writer();
+                                t.apply(
+                                    &mut st,
+                                    seqno,
+                                    entry.kind,
+                                    entry.key,
+                                    entry.value,
+                                    &horizon,
+                                )?;
                             }
                         }
                         seqno += 1;
@@ -360,6 +396,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         t.install(version, sv.imms.len());
         t.flushed_seqno.store(last_seqno, Ordering::Release);
     }
+    for t in btrees.values() {
+        // The log being replayed is durable already.
+        t.checkpoint(|| ((), last_seqno, 0), |_| Ok(()))?;
+    }
     fs.sync_dir(dir)?;
 
     // A new manifest holding the whole state (every table is flushed up to
@@ -369,6 +409,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     next_file_number += 2;
     let snapshot = WholeState {
         tables: &tables,
+        btrees: &btrees,
         next_table_id: state.next_table_id,
         next_file_number,
         last_seqno,
@@ -392,10 +433,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    let live_btrees: HashSet<String> = btrees.values().map(|t| btree::file_name(t.id)).collect();
     for name in fs.list(dir)? {
         let garbage = match (parse_numbered(&name, "sst"), parse_numbered(&name, "wal")) {
             (Some(n), _) => !live.contains(&n),
             (_, Some(n)) => n < wal_number,
+            _ if parse_numbered(&name, "btree").is_some() => !live_btrees.contains(&name),
             _ => name.starts_with("MANIFEST-") && name != manifest_name(manifest_number),
         };
         if garbage {
@@ -414,6 +457,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         manifest_failed: None,
         next_table_id: state.next_table_id,
         tables,
+        btrees,
         pending_outputs: HashSet::new(),
         live_versions,
     };

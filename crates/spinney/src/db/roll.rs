@@ -19,6 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{DbInner, VersionSet};
+use crate::btree::BtreeTable;
 use crate::error::Result;
 use crate::lsm::table::LsmTable;
 use crate::manifest::{manifest_name, start_manifest, TableRecord, VersionEdit};
@@ -28,6 +29,7 @@ use crate::manifest::{manifest_name, start_manifest, TableRecord, VersionEdit};
 pub(crate) struct WholeState<'a> {
     /// Every live table, by name.
     pub tables: &'a BTreeMap<String, Arc<LsmTable>>,
+    pub btrees: &'a BTreeMap<String, Arc<BtreeTable>>,
     pub next_table_id: u32,
     /// Above every file number in use, the new manifest's included.
     pub next_file_number: u64,
@@ -60,6 +62,15 @@ impl WholeState<'_> {
                 }
             }
         }
+        // A B-tree table's state is in its own file; the catalog names it.
+        for t in self.btrees.values() {
+            edit.created.push(TableRecord {
+                id: t.id,
+                name: t.name.clone(),
+                options: t.options.clone(),
+            });
+        }
+        edit.created.sort_by_key(|r| r.id);
         edit
     }
 }
@@ -97,6 +108,7 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
     };
     let snapshot = WholeState {
         tables: &vs.tables,
+        btrees: &vs.btrees,
         next_table_id: vs.next_table_id,
         next_file_number: db.next_file_number.load(Ordering::Acquire),
         last_seqno: db.last_seqno.load(Ordering::Acquire),

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
+use crate::btree::{BtreeShape, BtreeTable};
 use crate::cache::CacheStats;
 use crate::fs::IoStatsSnapshot;
 use crate::limits::LSM_LEVELS;
@@ -63,7 +64,9 @@ impl LevelStats {
 pub struct TableStats {
     /// The table's name.
     pub name: String,
-    /// "leveled" or "tiered".
+    /// "lsm" or "btree".
+    pub kind: String,
+    /// "leveled" or "tiered" (LSM tables; empty for B-tree tables).
     pub compaction_style: String,
     /// The shape now.
     pub shape: Shape,
@@ -87,10 +90,47 @@ pub struct TableStats {
     /// Estimated bytes compaction must rewrite to bring the levels within
     /// their targets.
     pub pending_compaction_bytes: u64,
+    /// Figures of a B-tree table (None for an LSM table).
+    pub btree: Option<BtreeStats>,
+}
+
+/// Figures of a B-tree table: its pages in the cache and on disk, and its
+/// checkpoints.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct BtreeStats {
+    /// Levels from the root to the leaves.
+    pub height: u32,
+    /// Pages in the file (headers and free pages included).
+    pub file_pages: u64,
+    /// Free pages (now, or after the next checkpoint).
+    pub free_pages: u64,
+    /// The page size.
+    pub page_size: u64,
+    /// Page reads served by the cache.
+    pub pages_from_cache: u64,
+    /// Pages read from the file.
+    pub pages_from_storage: u64,
+    /// Pages written (by eviction, checkpoint, and overflow values).
+    pub pages_written: u64,
+    /// Bytes of those writes.
+    pub page_bytes_written: u64,
+    /// Clean pages evicted from the cache.
+    pub evictions_clean: u64,
+    /// Dirty pages written out to be evicted before a checkpoint.
+    pub evictions_dirty: u64,
+    /// Checkpoints written.
+    pub checkpoints: u64,
+    /// Seconds spent in them.
+    pub checkpoint_seconds: f64,
+    /// Pages they wrote (dirty pages and free maps).
+    pub checkpoint_pages: u64,
+    /// Bytes they wrote.
+    pub checkpoint_bytes: u64,
 }
 
 /// The shape of an LSM table: what a read must search.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Shape {
     /// Entries in the active memtable.
@@ -107,11 +147,16 @@ pub struct Shape {
     pub l0_bytes: u64,
     /// Levels 1 and deeper, each with its file count and bytes (empty ones included).
     pub levels: Vec<ShapeLevel>,
+    /// For a B-tree table, its shape (and the LSM fields are empty).
+    pub btree: Option<BtreeShape>,
 }
 
 impl Shape {
     /// Trees a point read may search: memtables, L0 runs, non-empty levels.
     pub fn trees(&self) -> usize {
+        if self.btree.is_some() {
+            return 1;
+        }
         1 + self.immutable_memtables
             + self.l0_runs
             + self.levels.iter().filter(|l| l.files > 0).count()
@@ -132,6 +177,17 @@ pub struct ShapeLevel {
 
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(b) = &self.btree {
+            writeln!(f, "B-tree     height {}", b.height)?;
+            writeln!(
+                f,
+                "pages      {} leaf, {} branch, {} overflow, {} free ({} bytes each)",
+                b.leaf_pages, b.branch_pages, b.overflow_pages, b.free_pages, b.page_size
+            )?;
+            writeln!(f, "entries    {}", b.entries)?;
+            writeln!(f, "fill       {:.1}%", b.fill * 100.0)?;
+            return writeln!(f, "file       {} bytes", b.file_bytes);
+        }
         writeln!(
             f,
             "{:<10} {:>8} {:>14} {:>14}",
@@ -244,6 +300,35 @@ fn shape_of(sv: &SuperVersion) -> Shape {
                 bytes: v.level_bytes(n),
             })
             .collect(),
+        btree: None,
+    }
+}
+
+fn btree_stats(t: &BtreeTable) -> TableStats {
+    let (height, file_pages, free_pages) = t.quick_shape();
+    let c = &t.file.counters;
+    let k = &t.counters;
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    TableStats {
+        name: t.name.clone(),
+        kind: "btree".into(),
+        btree: Some(BtreeStats {
+            height,
+            file_pages,
+            free_pages,
+            page_size: t.file.page_size as u64,
+            pages_from_cache: get(&c.from_cache),
+            pages_from_storage: get(&c.from_storage),
+            pages_written: get(&c.written),
+            page_bytes_written: get(&c.bytes_written),
+            evictions_clean: get(&c.evictions_clean),
+            evictions_dirty: get(&c.evictions_dirty),
+            checkpoints: get(&k.checkpoints),
+            checkpoint_seconds: get(&k.micros) as f64 / 1e6,
+            checkpoint_pages: get(&k.pages),
+            checkpoint_bytes: get(&k.bytes),
+        }),
+        ..TableStats::default()
     }
 }
 
@@ -291,6 +376,8 @@ fn table_stats(t: &LsmTable) -> TableStats {
     let written: u64 = counters.levels.iter().map(|l| l.written).sum();
     TableStats {
         name: t.name.clone(),
+        kind: "lsm".into(),
+        btree: None,
         compaction_style: opts.style.name().to_string(),
         shape,
         flushes: counters.flushes,
@@ -318,7 +405,19 @@ fn table_stats(t: &LsmTable) -> TableStats {
 pub(super) fn collect(db: &DbInner) -> Stats {
     let c = &db.counters;
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
+    let (tables, btrees): (Vec<_>, Vec<_>) = {
+        let vs = db.vs.lock();
+        (
+            vs.tables.values().cloned().collect(),
+            vs.btrees.values().cloned().collect(),
+        )
+    };
+    let mut table_figures: Vec<TableStats> = tables
+        .iter()
+        .map(|t| table_stats(t))
+        .chain(btrees.iter().map(|t| btree_stats(t)))
+        .collect();
+    table_figures.sort_by(|a, b| a.name.cmp(&b.name));
     Stats {
         commits: get(&c.commits),
         commit_groups: get(&c.commit_groups),
@@ -338,7 +437,7 @@ pub(super) fn collect(db: &DbInner) -> Stats {
         manifest_rolls: get(&c.manifest_rolls),
         cache: db.cache.stats(),
         io: db.fs.io_stats().snapshot(),
-        tables: tables.iter().map(|t| table_stats(t)).collect(),
+        tables: table_figures,
         read_only_reason: db.read_only.lock().clone(),
     }
 }
@@ -397,6 +496,30 @@ impl fmt::Display for Stats {
         }
         for t in &self.tables {
             writeln!(f)?;
+            if let Some(b) = &t.btree {
+                writeln!(f, "table {} (B-tree)", t.name)?;
+                writeln!(
+                    f,
+                    "  height {}, {} pages of {} bytes ({} free)",
+                    b.height, b.file_pages, b.page_size, b.free_pages
+                )?;
+                writeln!(
+                    f,
+                    "  pages read: {} from cache, {} from storage; written: {} ({} bytes)",
+                    b.pages_from_cache, b.pages_from_storage, b.pages_written, b.page_bytes_written
+                )?;
+                writeln!(
+                    f,
+                    "  evictions: {} clean, {} dirty; checkpoints: {} ({:.2} s, {} pages, {} bytes)",
+                    b.evictions_clean,
+                    b.evictions_dirty,
+                    b.checkpoints,
+                    b.checkpoint_seconds,
+                    b.checkpoint_pages,
+                    b.checkpoint_bytes
+                )?;
+                continue;
+            }
             writeln!(f, "table {} ({} compaction)", t.name, t.compaction_style)?;
             writeln!(
                 f,

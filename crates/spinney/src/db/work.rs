@@ -28,6 +28,7 @@ use std::time::Instant;
 use parking_lot::MutexGuard;
 
 use super::{sst_name, wal_name, BgState, DbInner};
+use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
@@ -44,14 +45,26 @@ use crate::read_context;
 pub(crate) enum Job {
     Flush(Arc<LsmTable>),
     Compact(Arc<LsmTable>, Compaction),
+    Checkpoint(Arc<BtreeTable>),
 }
 
 impl Job {
-    fn table(&self) -> &Arc<LsmTable> {
+    fn table_name(&self) -> &str {
         match self {
-            Job::Flush(t) | Job::Compact(t, _) => t,
+            Job::Flush(t) | Job::Compact(t, _) => &t.name,
+            Job::Checkpoint(t) => &t.name,
         }
     }
+}
+
+/// Whether a B-tree table is due for a background checkpoint: it changed,
+/// and `checkpoint_wal_bytes` of log were written since its last one.
+fn checkpoint_due(db: &DbInner, t: &BtreeTable) -> bool {
+    let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
+    !t.dropped.load(Ordering::Acquire)
+        && t.has_changes()
+        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire))
+            >= db.options.checkpoint_wal_bytes
 }
 
 /// What `Db::work` did.
@@ -87,6 +100,15 @@ pub(crate) fn pick_job(
             work.flushing = true;
             bg.running += 1;
             return Some(Job::Flush(Arc::clone(t)));
+        }
+    }
+    // Then checkpoints that are due (B-tree tables), which let the log go.
+    if only.is_none() {
+        for t in db.btrees() {
+            if checkpoint_due(db, &t) && !t.checkpointing.swap(true, Ordering::AcqRel) {
+                bg.running += 1;
+                return Some(Job::Checkpoint(t));
+            }
         }
     }
     // Then the compaction with the highest score over all tables.
@@ -134,6 +156,7 @@ fn finish(db: &DbInner, job: &Job) {
     let mut bg = db.bg.lock();
     match job {
         Job::Flush(t) => t.work.lock().flushing = false,
+        Job::Checkpoint(t) => t.checkpointing.store(false, Ordering::Release),
         Job::Compact(t, c) => {
             for f in c.files() {
                 f.being_compacted.store(false, Ordering::Release);
@@ -160,11 +183,12 @@ pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
     let result = read_context::suspended(|| match &job {
         Job::Flush(t) => flush_one(db, t).map_err(|e| ("flush", e)),
         Job::Compact(t, c) => run_compaction(db, t, c).map_err(|e| ("compaction", e)),
+        Job::Checkpoint(t) => run_checkpoint(db, t).map_err(|e| ("checkpoint", e)),
     });
     let result = result.map_err(|(what, e)| {
         db.poison(format!(
             "{what} of table {:?} failed: {e}",
-            job.table().name
+            job.table_name()
         ));
         e
     });
@@ -220,7 +244,9 @@ pub(crate) fn work(db: &DbInner, budget: u64) -> Result<WorkDone> {
 /// writers make more work; the rest is done after a later commit (and
 /// backpressure makes sure it is).
 pub(crate) fn autowork(db: &DbInner, tables: &[Arc<LsmTable>]) -> Result<()> {
-    if tables.iter().all(|t| t.super_version().imms.is_empty()) {
+    if tables.iter().all(|t| t.super_version().imms.is_empty())
+        && !db.btrees().iter().any(|t| checkpoint_due(db, t))
+    {
         return Ok(());
     }
     work(db, AUTOWORK_BUDGET).map(|_| ())
@@ -253,6 +279,61 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
         db.bg_work.notify_all();
         db.bg_done.wait(&mut bg);
     }
+}
+
+/// Checkpoints a B-tree table in this thread (see `BtreeTable::checkpoint`);
+/// returns the bytes written. Writers are held back by the commit lock only
+/// while the checkpoint freezes the tree.
+fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
+    let pages = t.checkpoint(
+        || {
+            let guard = db.commit.lock();
+            (
+                guard,
+                db.last_seqno.load(Ordering::Acquire),
+                db.counters.wal_bytes.load(Ordering::Relaxed),
+            )
+        },
+        |seqno| sync_wal_to(db, seqno),
+    )?;
+    delete_obsolete_wal(db);
+    Ok(pages * t.file.page_size as u64)
+}
+
+/// `Db::checkpoint` and `Table::flush` of a B-tree table: a checkpoint in
+/// the caller's thread (waiting for one running in the background). A
+/// failure poisons the database.
+pub(crate) fn checkpoint_table(db: &DbInner, t: &BtreeTable) -> Result<u64> {
+    db.check_writable()?;
+    read_context::suspended(|| run_checkpoint(db, t)).inspect_err(|e| {
+        db.poison(format!("checkpoint of table {:?} failed: {e}", t.name));
+    })
+}
+
+/// Drops a B-tree table: waits for its checkpoint, logs the drop, and
+/// removes its file and cached pages.
+pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
+    // Lock order: the table's checkpoint lock, then commit (as a checkpoint
+    // takes them), then vs.
+    let _checkpoints = t.lock_checkpoints();
+    let _commit = db.commit.lock();
+    let mut vs = db.vs.lock();
+    let edit = VersionEdit {
+        dropped: vec![t.id],
+        ..VersionEdit::default()
+    };
+    if let Err(e) = vs.log(db, &edit) {
+        drop(vs);
+        db.poison(format!("writing the manifest failed: {e}"));
+        return Err(e);
+    }
+    vs.btrees.remove(&t.name);
+    t.dropped.store(true, Ordering::Release);
+    drop(vs);
+    db.cache.erase_owner(t.file.owner);
+    // A file left by a failed removal is an orphan the next open removes.
+    let _ = db.fs.remove(&t.path);
+    Ok(())
 }
 
 /// Freezes the table's memtable and flushes every frozen memtable, in the
@@ -637,6 +718,9 @@ fn delete_obsolete_wal(db: &DbInner) {
             keep_from = keep_from.min(s);
         }
     }
+    for t in db.btrees() {
+        keep_from = keep_from.min(t.persisted_seqno.load(Ordering::Acquire) + 1);
+    }
     let obsolete: Vec<u64> = {
         let mut wal = db.wal.lock();
         let (gone, kept): (Vec<_>, Vec<_>) =
@@ -730,6 +814,9 @@ pub(crate) fn verify(db: &DbInner) -> Result<u64> {
             }
             entries += n;
         }
+    }
+    for t in db.btrees() {
+        entries += crate::btree::verify::verify(&t)?;
     }
     Ok(entries)
 }

@@ -16,8 +16,9 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::{wal_name, work, DbInner, Segment};
+use super::{wal_name, work, Core, DbInner, Segment};
 use crate::batch::WriteBatch;
+use crate::btree::{BtreeTable, Horizon};
 use crate::error::{Error, Result};
 use crate::lsm::table::{LsmTable, Mem};
 use crate::options::{Durability, WriteOptions};
@@ -119,9 +120,9 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     for b in &batches {
         let dropped = b
             .as_ref()
-            .and_then(|b| b.tables.iter().find(|t| t.dropped.load(Ordering::Acquire)));
+            .and_then(|b| b.tables.iter().find(|t| t.is_dropped()));
         results.push(match dropped {
-            Some(t) => Err(Error::NoSuchTable(t.name.clone())),
+            Some(t) => Err(Error::NoSuchTable(t.name().to_string())),
             None => Ok(()),
         });
     }
@@ -137,13 +138,27 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
 
     // Make room in every table the group writes to.
     let mut tables: Vec<Arc<LsmTable>> = Vec::new();
+    let mut btrees: Vec<Arc<BtreeTable>> = Vec::new();
     for (b, r) in batches.iter().zip(&results) {
         if let (Some(b), Ok(())) = (b, r) {
             for t in &b.tables {
-                if !tables.iter().any(|x| x.id == t.id) {
-                    tables.push(Arc::clone(t));
+                match t {
+                    Core::Lsm(t) if !tables.iter().any(|x| x.id == t.id) => {
+                        tables.push(Arc::clone(t));
+                    }
+                    Core::Btree(t) if !btrees.iter().any(|x| x.id == t.id) => {
+                        btrees.push(Arc::clone(t));
+                    }
+                    _ => {}
                 }
             }
+        }
+    }
+    for t in &btrees {
+        if let Err(e) = t.check_failed() {
+            db.poison(format!("table {:?}: {e}", t.name));
+            fail_all(&mut results, &e);
+            return (results, tables);
         }
     }
     for t in &tables {
@@ -211,17 +226,42 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     // Apply to the memtables, then publish. Room was made above, so no
     // memtable is frozen while the group is applied.
     let mems: Vec<(u32, Arc<Mem>)> = tables.iter().map(|t| (t.id, t.active_mem())).collect();
+    let horizon = if btrees.is_empty() {
+        Horizon::default()
+    } else {
+        Horizon {
+            visible: db.visible_seqno.load(Ordering::Acquire),
+            snapshots: db.snapshots.lock().keys().copied().collect(),
+        }
+    };
+    let mut writers: Vec<_> = btrees.iter().map(|t| (t.id, t, t.writer())).collect();
     let mut s = first_seqno;
-    for (b, r) in batches.iter().zip(&results) {
+    let mut applied = Ok(());
+    'batches: for (b, r) in batches.iter().zip(&results) {
         let (Some(b), Ok(())) = (b, r) else { continue };
         for entry in b.rep.entries() {
             // The batch was encoded by this process; decoding it cannot fail.
             let Ok(entry) = entry else { break };
             if let Some((_, mem)) = mems.iter().find(|(id, _)| *id == entry.table_id) {
                 mem.add(s, entry.kind, entry.key, entry.value);
+            } else if let Some((_, t, st)) =
+                writers.iter_mut().find(|(id, _, _)| *id == entry.table_id)
+            {
+                applied = t.apply(st, s, entry.kind, entry.key, entry.value, &horizon);
+                if applied.is_err() {
+                    break 'batches;
+                }
             }
             s += 1;
         }
+    }
+    drop(writers);
+    if let Err(e) = applied {
+        // The log holds the group; the tables may hold part of it. Reads
+        // never see it (it is not published), and the next open replays it.
+        db.poison(format!("applying a batch to a B-tree table failed: {e}"));
+        fail_all(&mut results, &e);
+        return (results, tables);
     }
     debug_assert_eq!(s, seqno + 1);
     db.last_seqno.store(seqno, Ordering::Release);

@@ -35,6 +35,9 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file for positional reads and writes (B-tree files),
+    /// creating it empty if `create` and it does not exist.
+    fn open_paged(&self, path: &Path, create: bool) -> Result<Arc<dyn PagedFile>>;
     /// Renames `from` to `to`, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.
@@ -101,6 +104,24 @@ pub trait RandomAccessFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The file's path, for error messages.
+    fn path(&self) -> &Path;
+}
+
+/// A file of pages, read and written in place by many threads (B-tree
+/// files). Writes reach the operating system at once; they are durable only
+/// after `sync`, and until then a crash may keep any subset of them, each
+/// whole, torn, or not at all.
+pub trait PagedFile: Send + Sync {
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read,
+    /// fewer only at the end of the file.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
+    /// Writes all of `data` at `offset`, growing the file if needed.
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
+    /// Makes every write so far durable.
+    fn sync(&self) -> Result<()>;
+    /// The file's current length.
+    fn len(&self) -> Result<u64>;
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
 }

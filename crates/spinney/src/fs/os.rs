@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, Fs, IoStats, RandomAccessFile, WritableFile};
+use super::{FileLock, Fs, IoStats, PagedFile, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// Appends smaller than this are gathered before a `write` system call.
@@ -57,6 +57,21 @@ impl Fs for OsFs {
         Ok(Arc::new(OsRandomAccessFile {
             file,
             len,
+            path: path.to_path_buf(),
+            stats: Arc::clone(&self.stats),
+        }))
+    }
+
+    fn open_paged(&self, path: &Path, create: bool) -> Result<Arc<dyn PagedFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io("open", path, e))?;
+        Ok(Arc::new(OsPagedFile {
+            file,
             path: path.to_path_buf(),
             stats: Arc::clone(&self.stats),
         }))
@@ -226,6 +241,59 @@ impl RandomAccessFile for OsRandomAccessFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+struct OsPagedFile {
+    file: File,
+    path: PathBuf,
+    stats: Arc<IoStats>,
+}
+
+impl PagedFile for OsPagedFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            let Some(rest) = buf.get_mut(done..) else {
+                break;
+            };
+            match self.file.read_at(rest, offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("read", &self.path, e)),
+            }
+        }
+        self.stats.record_read(done);
+        Ok(done)
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.file
+            .write_all_at(data, offset)
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        self.stats.record_write(data.len());
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.path, e))?;
+        self.stats.record_sync();
+        Ok(())
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| Error::io("stat", &self.path, e))?
+            .len())
     }
 
     fn path(&self) -> &Path {

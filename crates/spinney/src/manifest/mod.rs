@@ -150,6 +150,7 @@ impl VersionEdit {
                 put_varint32(p, c.min_merge_width);
                 put_varint32(p, c.max_merge_width);
                 put_varint32(p, c.max_size_amplification_percent);
+                put_varint64(p, t.options.page_size as u64);
             });
         }
         for &id in &self.dropped {
@@ -274,6 +275,12 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
     } else {
         decode_compaction(p)?
     };
+    // Records written before B-tree tables existed end here.
+    let page_size = if p.is_empty() {
+        TableOptions::default().page_size
+    } else {
+        usize::try_from(p.varint64()?).map_err(|_| p.error("page size"))?
+    };
     let options = TableOptions {
         kind,
         compression,
@@ -281,6 +288,7 @@ fn decode_table(p: &mut Decoder<'_>) -> Result<TableRecord, DecodeError> {
         block_size,
         write_buffer_size,
         compaction,
+        page_size,
     };
     if options.validate().is_err() {
         return Err(DecodeError {

@@ -1,0 +1,229 @@
+//! `BtreeIter`: a B-tree table as an `InternalIterator`, so that the LSM
+//! cursor (`lsm::cursor`) resolves versions, bounds and direction over it
+//! exactly as over an LSM table.
+//!
+//! The iterator copies one leaf at a time under its latch (its image, and
+//! the overflow values it points to) and holds no latch between calls. To
+//! step past the leaf it descends again from the root with the separator
+//! that bounds the leaf, so it never follows a page number that a writer
+//! may have replaced. It must read under a registered snapshot: the writer
+//! then keeps every version the snapshot sees, and what the iterator read
+//! from one leaf stays consistent with what it reads from the next.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::page::{self, Value};
+use super::{BtreeTable, Target};
+use crate::error::{Error, Result};
+use crate::lsm::iter::InternalIterator;
+use crate::read_context::{self, ReadContext};
+
+pub(crate) struct BtreeIter {
+    table: Arc<BtreeTable>,
+    /// A copy of the current leaf's image (empty when none).
+    image: Vec<u8>,
+    /// Overflow values of the current leaf, by cell position.
+    overflow: HashMap<usize, Vec<u8>>,
+    pos: usize,
+    valid: bool,
+    low: Option<Vec<u8>>,
+    high: Option<Vec<u8>>,
+    status: Result<()>,
+}
+
+impl BtreeIter {
+    pub(crate) fn new(table: Arc<BtreeTable>) -> BtreeIter {
+        BtreeIter {
+            table,
+            image: Vec::new(),
+            overflow: HashMap::new(),
+            pos: 0,
+            valid: false,
+            low: None,
+            high: None,
+            status: Ok(()),
+        }
+    }
+
+    fn count(&self) -> usize {
+        if self.image.is_empty() {
+            0
+        } else {
+            page::count(&self.image)
+        }
+    }
+
+    /// Loads the leaf for `target`. False when the tree is empty or on error.
+    fn load(&mut self, target: Target<'_>) -> bool {
+        let mut ctx = ReadContext::default();
+        let result = self.load_counted(target, &mut ctx);
+        read_context::add(&ctx);
+        match result {
+            Ok(found) => found,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    fn load_counted(&mut self, target: Target<'_>, ctx: &mut ReadContext) -> Result<bool> {
+        let Some(leaf) = self.table.descend(target, ctx)? else {
+            self.image.clear();
+            return Ok(false);
+        };
+        let p = &leaf.guard.image;
+        self.overflow.clear();
+        for i in 0..page::count(p) {
+            if let v @ Value::Overflow { .. } = page::value(p, i) {
+                self.overflow.insert(i, self.table.read_value(v, ctx)?);
+            }
+        }
+        self.image.clone_from(p);
+        self.low = leaf.low;
+        self.high = leaf.high;
+        Ok(true)
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.status.is_ok() {
+            self.status = Err(e);
+        }
+        self.valid = false;
+    }
+
+    /// Moves forward from the current leaf until a leaf with entries.
+    fn settle_forward(&mut self) {
+        while self.pos >= self.count() {
+            let Some(high) = self.high.take() else {
+                self.valid = false;
+                return;
+            };
+            if !self.load(Target::AtOrAfter(&high)) {
+                self.valid = false;
+                return;
+            }
+            // The tree may have changed since the last leaf was read: start
+            // at the first key not yet seen, wherever it now is.
+            let mut compared = 0;
+            self.pos = page::lower_bound(&self.image, &high, &mut compared);
+        }
+        self.valid = true;
+    }
+
+    /// Sets `pos` on the last entry below `bound` (all entries when None),
+    /// going back a leaf at a time while there is none.
+    fn settle_backward(&mut self, mut bound: Option<Vec<u8>>) {
+        loop {
+            let mut compared = 0;
+            let end = match &bound {
+                Some(b) => page::lower_bound(&self.image, b, &mut compared),
+                None => self.count(),
+            };
+            if end > 0 && self.count() > 0 {
+                self.pos = end - 1;
+                self.valid = true;
+                return;
+            }
+            let Some(low) = self.low.take() else {
+                self.valid = false;
+                return;
+            };
+            if !self.load(Target::Before(&low)) {
+                self.valid = false;
+                return;
+            }
+            bound = Some(low);
+        }
+    }
+}
+
+impl InternalIterator for BtreeIter {
+    fn valid(&self) -> bool {
+        self.valid
+    }
+
+    fn seek_to_first(&mut self) {
+        self.valid = false;
+        if self.status.is_err() || !self.load(Target::First) {
+            return;
+        }
+        self.pos = 0;
+        self.settle_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.valid = false;
+        if self.status.is_err() || !self.load(Target::Last) {
+            return;
+        }
+        self.settle_backward(None);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.valid = false;
+        if self.status.is_err() || !self.load(Target::AtOrAfter(target)) {
+            return;
+        }
+        let mut compared = 0;
+        self.pos = page::lower_bound(&self.image, target, &mut compared);
+        read_context::add(&ReadContext {
+            keys_compared: compared,
+            ..ReadContext::default()
+        });
+        self.settle_forward();
+    }
+
+    fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        self.pos += 1;
+        self.settle_forward();
+    }
+
+    fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.pos > 0 {
+            self.pos -= 1;
+            return;
+        }
+        let Some(low) = self.low.take() else {
+            self.valid = false;
+            return;
+        };
+        if !self.load(Target::Before(&low)) {
+            self.valid = false;
+            return;
+        }
+        self.settle_backward(Some(low));
+    }
+
+    fn key(&self) -> &[u8] {
+        if self.valid {
+            page::ikey(&self.image, self.pos)
+        } else {
+            &[]
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
+        match page::value(&self.image, self.pos) {
+            Value::Inline(v) => v,
+            Value::Overflow { .. } => self.overflow.get(&self.pos).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.status {
+            Ok(()) => Ok(()),
+            Err(e) => Err(e.duplicate()),
+        }
+    }
+}

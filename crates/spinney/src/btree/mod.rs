@@ -1,0 +1,1392 @@
+//! B-tree tables: a B+tree of slotted pages in one file per table, cached in
+//! the database's one cache, made durable by the shared log plus
+//! copy-on-write checkpoints.
+//!
+//! **Versions.** Leaves hold internal keys (user key + seqno + kind), as the
+//! LSM tables do, so snapshots and cursors read a B-tree table exactly as
+//! they read an LSM table (`lsm::cursor` over `BtreeIter`). A write adds a
+//! version; versions no reader can see are pruned whenever a leaf is copied
+//! or fills up (`prune`): a version stays while it is the newest at or below
+//! some live snapshot or the visible seqno, or is not yet visible.
+//!
+//! **Concurrency.** One writer at a time (the commit leader, recovery, or a
+//! checkpoint's freeze) holds `tree`; readers never take it. Readers descend
+//! with latch coupling: a page's read latch is taken before its parent's is
+//! released, starting from the `root` lock. The writer changes a page only
+//! under its write latch, and takes latches top-down, so readers and the
+//! writer cannot deadlock; a split or merge holds the write latches of the
+//! whole path while it moves cells, so readers see a page before or after,
+//! never between.
+//!
+//! **Copy-on-write.** A page the last checkpoint wrote is never written
+//! over. The first change to such a page after a checkpoint's freeze copies
+//! it to a newly allocated page (and so its parent, up to the root); pages
+//! allocated since the freeze (`fresh`) are changed in place and may be
+//! written any number of times, by eviction or by the checkpoint.
+//!
+//! **Checkpoint** (`checkpoint`): freeze (under the commit lock, so no batch
+//! is half applied: record the root, the seqno, the fresh pages and the free
+//! space, and start a new epoch), write the frozen dirty pages, write the
+//! free map, sync, sync the log up to the seqno, write the header slot
+//! (alternating, checksummed), sync. Pages the frozen image no longer uses
+//! are reused once that header is durable. Recovery reads the newest valid
+//! header and replays the log from its seqno.
+
+pub(crate) mod iter;
+pub(crate) mod page;
+pub(crate) mod verify;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
+use parking_lot::{Mutex, RawRwLock, RwLock};
+
+use self::page::{Frame, PageBuf, PageCounters, PageFile, Value};
+use crate::cache::Cache;
+use crate::encoding::crc32c;
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::lsm::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::options::TableOptions;
+use crate::read_context::{self, ReadContext};
+
+pub(crate) type ReadGuard = ArcRwLockReadGuard<RawRwLock, PageBuf>;
+type WriteGuard = ArcRwLockWriteGuard<RawRwLock, PageBuf>;
+
+/// Pages 0 and 1 hold the two header slots; data pages start at 2.
+const FIRST_DATA_PAGE: u64 = 2;
+const HEADER_MAGIC: &[u8; 8] = b"SPNYBTR1";
+const HEADER_VERSION: u32 = 1;
+const HEADER_BYTES: usize = 88;
+
+/// Bytes a page is charged in the cache beyond its size (frame, map entry).
+const FRAME_OVERHEAD: u64 = 96;
+
+pub(crate) fn file_name(table_id: u32) -> String {
+    format!("{table_id:06}.btree")
+}
+
+/// The largest user key a B-tree table with `page_size` pages takes: a
+/// quarter of a page, so that every page holds at least four cells.
+pub(crate) fn max_key_len(page_size: usize) -> usize {
+    max_cell_len(page_size) - 2 - 1 - 4 - 8 - 4 - key::TRAILER_BYTES
+}
+
+fn max_cell_len(page_size: usize) -> usize {
+    (page_size - page::DISK_HEADER - page::HEADER) / 4 - 2
+}
+
+/// The durable state a header slot records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Checkpoint {
+    pub generation: u64,
+    pub root: u64,
+    pub height: u32,
+    pub page_count: u64,
+    pub free_map_first: u64,
+    pub free_map_pages: u32,
+    pub free_map_len: u32,
+    /// Every log entry up to this seqno is in the image.
+    pub seqno: u64,
+}
+
+impl Checkpoint {
+    fn encode(&self, page_size: usize, table_id: u32) -> Vec<u8> {
+        let mut b = Vec::with_capacity(HEADER_BYTES);
+        b.extend_from_slice(HEADER_MAGIC);
+        b.extend_from_slice(&HEADER_VERSION.to_le_bytes());
+        b.extend_from_slice(&(page_size as u32).to_le_bytes());
+        b.extend_from_slice(&table_id.to_le_bytes());
+        b.extend_from_slice(&self.generation.to_le_bytes());
+        b.extend_from_slice(&self.root.to_le_bytes());
+        b.extend_from_slice(&self.height.to_le_bytes());
+        b.extend_from_slice(&self.page_count.to_le_bytes());
+        b.extend_from_slice(&self.free_map_first.to_le_bytes());
+        b.extend_from_slice(&self.free_map_pages.to_le_bytes());
+        b.extend_from_slice(&self.free_map_len.to_le_bytes());
+        b.extend_from_slice(&self.seqno.to_le_bytes());
+        let crc = crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b.resize(HEADER_BYTES, 0);
+        b
+    }
+
+    /// Decodes a header slot; Err says why it is not a valid one.
+    pub(crate) fn decode(
+        b: &[u8],
+        page_size: usize,
+        table_id: u32,
+    ) -> std::result::Result<Checkpoint, String> {
+        use page::{u32_at, u64_at};
+        if b.get(..8) != Some(HEADER_MAGIC.as_slice()) {
+            return Err("no header magic".into());
+        }
+        let body = b.get(..72).ok_or("short header")?;
+        if crc32c(body) != u32_at(b, 72) {
+            return Err("header checksum mismatch".into());
+        }
+        if u32_at(b, 8) != HEADER_VERSION {
+            return Err(format!("unknown header version {}", u32_at(b, 8)));
+        }
+        if u32_at(b, 12) as usize != page_size || u32_at(b, 16) != table_id {
+            return Err(format!(
+                "header is for table {} with {}-byte pages, expected table {table_id} with {page_size}",
+                u32_at(b, 16),
+                u32_at(b, 12)
+            ));
+        }
+        let c = Checkpoint {
+            generation: u64_at(b, 20),
+            root: u64_at(b, 28),
+            height: u32_at(b, 36),
+            page_count: u64_at(b, 40),
+            free_map_first: u64_at(b, 48),
+            free_map_pages: u32_at(b, 56),
+            free_map_len: u32_at(b, 60),
+            seqno: u64_at(b, 64),
+        };
+        let in_file = |p: u64| p >= FIRST_DATA_PAGE && p < c.page_count;
+        if c.page_count < FIRST_DATA_PAGE
+            || (c.root != 0 && !in_file(c.root))
+            || (c.root == 0) != (c.height == 0)
+            || (c.free_map_pages > 0
+                && !(in_file(c.free_map_first)
+                    && c.free_map_first + u64::from(c.free_map_pages) <= c.page_count))
+            || c.seqno > SEQNO_MAX
+        {
+            return Err(format!("header fields out of range: {c:?}"));
+        }
+        Ok(c)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Root {
+    pgno: u64,
+    height: u32,
+}
+
+/// What only the writer touches: page allocation across checkpoint epochs.
+#[derive(Debug, Default)]
+pub(crate) struct TreeState {
+    /// Pages in the file (the next page to extend it with).
+    page_count: u64,
+    /// Free extents (first page -> pages), allocatable now.
+    free: BTreeMap<u64, u64>,
+    /// Pages allocated since the last freeze: changed in place.
+    fresh: HashSet<u64>,
+    /// Pages of the last frozen image replaced since the freeze: free in
+    /// the next image, allocatable once it is durable.
+    retired: Vec<(u64, u64)>,
+    /// Pages retired before the last freeze, waiting for that checkpoint to
+    /// be durable.
+    limbo: Vec<(u64, u64)>,
+    /// The free map run of the last image.
+    free_map: (u64, u64),
+}
+
+impl TreeState {
+    fn alloc(&mut self, pages: u64) -> u64 {
+        let found = self
+            .free
+            .iter()
+            .find(|(_, &len)| len >= pages)
+            .map(|(&s, &l)| (s, l));
+        let first = match found {
+            Some((start, len)) => {
+                self.free.remove(&start);
+                if len > pages {
+                    self.free.insert(start + pages, len - pages);
+                }
+                start
+            }
+            None => {
+                let start = self.page_count;
+                self.page_count += pages;
+                start
+            }
+        };
+        self.fresh.extend(first..first + pages);
+        first
+    }
+
+    /// Frees a run: at once if it was allocated since the freeze, else
+    /// once the next checkpoint is durable.
+    fn release(&mut self, first: u64, pages: u64) {
+        if self.fresh.contains(&first) {
+            for p in first..first + pages {
+                self.fresh.remove(&p);
+            }
+            add_extent(&mut self.free, first, pages);
+        } else {
+            self.retired.push((first, pages));
+        }
+    }
+
+    fn free_pages(&self) -> u64 {
+        self.free.values().sum::<u64>()
+            + self.retired.iter().map(|r| r.1).sum::<u64>()
+            + self.limbo.iter().map(|r| r.1).sum::<u64>()
+    }
+}
+
+fn add_extent(map: &mut BTreeMap<u64, u64>, mut first: u64, mut pages: u64) {
+    if pages == 0 {
+        return;
+    }
+    if let Some((&s, &l)) = map.range(..first).next_back() {
+        if s + l == first {
+            map.remove(&s);
+            first = s;
+            pages += l;
+        }
+    }
+    if let Some(&l) = map.get(&(first + pages)) {
+        map.remove(&(first + pages));
+        pages += l;
+    }
+    map.insert(first, pages);
+}
+
+/// Who may still read old versions: the visible seqno and the live
+/// snapshots (sorted), taken once per commit group.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Horizon {
+    pub visible: u64,
+    pub snapshots: Vec<u64>,
+}
+
+impl Horizon {
+    /// Whether a version at `seqno`, whose next newer version is at
+    /// `newer` (u64::MAX if none), can still be read.
+    fn needed(&self, seqno: u64, newer: u64) -> bool {
+        if seqno > self.visible {
+            return true;
+        }
+        let i = self.snapshots.partition_point(|&s| s < seqno);
+        let boundary = self.snapshots.get(i).copied().unwrap_or(self.visible);
+        boundary.min(self.visible) < newer
+    }
+}
+
+/// Checkpoint figures.
+#[derive(Debug, Default)]
+pub(crate) struct CheckpointCounters {
+    pub checkpoints: AtomicU64,
+    pub micros: AtomicU64,
+    pub pages: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+pub(crate) struct BtreeTable {
+    pub id: u32,
+    pub name: String,
+    pub options: TableOptions,
+    pub dropped: AtomicBool,
+    pub path: PathBuf,
+    pub file: Arc<PageFile>,
+    cache: Arc<Cache>,
+    root: RwLock<Root>,
+    tree: Mutex<TreeState>,
+    /// Held for a whole checkpoint; guards `durable`.
+    ckpt: Mutex<Checkpoint>,
+    /// The seqno of the durable checkpoint: the log before it is not needed.
+    pub persisted_seqno: AtomicU64,
+    /// Log bytes written when the last checkpoint froze.
+    pub wal_bytes_at_checkpoint: AtomicU64,
+    /// Entries applied since the last freeze (whether a checkpoint has work).
+    pub changes: AtomicU64,
+    /// A background checkpoint of this table is claimed (under `bg`).
+    pub checkpointing: AtomicBool,
+    pub counters: CheckpointCounters,
+}
+
+impl std::fmt::Debug for BtreeTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BtreeTable")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Which leaf a descent looks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target<'a> {
+    First,
+    Last,
+    /// The leaf that holds the first key >= this one.
+    AtOrAfter(&'a [u8]),
+    /// The leaf that holds the last key < this one.
+    Before(&'a [u8]),
+}
+
+/// A leaf found by a read descent, latched, with the separators around it.
+pub(crate) struct Leaf {
+    pub guard: ReadGuard,
+    pub low: Option<Vec<u8>>,
+    pub high: Option<Vec<u8>>,
+}
+
+impl BtreeTable {
+    /// Creates the file of a new table: an empty tree whose image holds the
+    /// log up to `seqno`. Synced; the caller syncs the directory.
+    pub(crate) fn create_file(
+        fs: &dyn Fs,
+        dir: &Path,
+        id: u32,
+        options: &TableOptions,
+        seqno: u64,
+    ) -> Result<()> {
+        let path = dir.join(file_name(id));
+        let file = fs.open_paged(&path, true)?;
+        let c = Checkpoint {
+            generation: 1,
+            page_count: FIRST_DATA_PAGE,
+            seqno,
+            ..Checkpoint::default()
+        };
+        let mut slot = c.encode(options.page_size, id);
+        slot.resize(options.page_size, 0);
+        file.write_at(0, &slot)?;
+        file.write_at(options.page_size as u64, &vec![0; options.page_size])?;
+        file.sync()
+    }
+
+    /// Opens a table's file at its newest valid checkpoint.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open(
+        fs: &dyn Fs,
+        dir: &Path,
+        id: u32,
+        name: String,
+        options: TableOptions,
+        cache: Arc<Cache>,
+        owner: u64,
+    ) -> Result<BtreeTable> {
+        let path = dir.join(file_name(id));
+        if !fs.exists(&path)? {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("the file of B-tree table {name:?} is missing"),
+            ));
+        }
+        let file = fs.open_paged(&path, false)?;
+        let page_size = options.page_size;
+        let mut best: Option<Checkpoint> = None;
+        let mut why = Vec::new();
+        for slot in 0..2u64 {
+            let mut b = vec![0u8; HEADER_BYTES];
+            let n = file.read_at(slot * page_size as u64, &mut b)?;
+            match Checkpoint::decode(b.get(..n).unwrap_or(&[]), page_size, id) {
+                Ok(c) if best.is_none_or(|b| c.generation > b.generation) => best = Some(c),
+                Ok(_) => {}
+                Err(e) => why.push(format!("slot {slot}: {e}")),
+            }
+        }
+        let Some(c) = best else {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("no valid checkpoint header ({})", why.join("; ")),
+            ));
+        };
+        let pf = Arc::new(PageFile {
+            file,
+            page_size,
+            compression: options.compression,
+            owner,
+            counters: PageCounters::default(),
+            failed: Mutex::new(None),
+        });
+        let mut state = TreeState {
+            page_count: c.page_count,
+            free_map: (c.free_map_first, u64::from(c.free_map_pages)),
+            ..TreeState::default()
+        };
+        if c.free_map_pages > 0 {
+            let blob = read_run(
+                &pf,
+                c.free_map_first,
+                c.free_map_pages,
+                c.free_map_len,
+                page::KIND_FREE_MAP,
+            )?;
+            let bad = |d: &str| pf.corrupt(c.free_map_first, format!("free map: {d}"));
+            if blob.len() % 16 != 0 {
+                return Err(bad("length is not a whole number of extents"));
+            }
+            for e in blob.chunks_exact(16) {
+                let (first, pages) = (page::u64_at(e, 0), page::u64_at(e, 8));
+                let end = first.checked_add(pages);
+                if first < FIRST_DATA_PAGE || end.is_none_or(|end| end > c.page_count) {
+                    return Err(bad(&format!("extent {first}+{pages} outside the file")));
+                }
+                add_extent(&mut state.free, first, pages);
+            }
+        }
+        Ok(BtreeTable {
+            id,
+            name,
+            options,
+            dropped: AtomicBool::new(false),
+            path,
+            file: pf,
+            cache,
+            root: RwLock::new(Root {
+                pgno: c.root,
+                height: c.height,
+            }),
+            tree: Mutex::new(state),
+            persisted_seqno: AtomicU64::new(c.seqno),
+            ckpt: Mutex::new(c),
+            wal_bytes_at_checkpoint: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
+            checkpointing: AtomicBool::new(false),
+            counters: CheckpointCounters::default(),
+        })
+    }
+
+    fn charge(&self) -> u64 {
+        self.file.page_size as u64 + FRAME_OVERHEAD
+    }
+
+    /// Whether a page write failed (in an eviction); the table takes no
+    /// more writes then.
+    pub(crate) fn check_failed(&self) -> Result<()> {
+        match &*self.file.failed.lock() {
+            Some(reason) => Err(Error::ReadOnly {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The frame of page `pgno`, from the cache or read from the file.
+    fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
+        let key = (self.file.owner, pgno);
+        if let Some(f) = self.cache.get_page(&key) {
+            self.file
+                .counters
+                .from_cache
+                .fetch_add(1, Ordering::Relaxed);
+            ctx.blocks_from_cache += 1;
+            return Ok(f);
+        }
+        let image = self.file.read_page(pgno)?;
+        if !matches!(page::kind(&image), page::KIND_LEAF | page::KIND_BRANCH) {
+            return Err(self
+                .file
+                .corrupt(pgno, "a tree points at a page that is not a leaf or branch"));
+        }
+        ctx.blocks_from_storage += 1;
+        ctx.bytes_read += self.file.page_size as u64;
+        let frame = Arc::new(RwLock::new(PageBuf {
+            file: Arc::clone(&self.file),
+            pgno,
+            dirty: AtomicBool::new(false),
+            image,
+        }));
+        Ok(self.cache.insert_page(key, frame, self.charge(), false))
+    }
+
+    /// Descends to a leaf with latch coupling. None when the tree is empty.
+    pub(crate) fn descend(
+        &self,
+        target: Target<'_>,
+        ctx: &mut ReadContext,
+    ) -> Result<Option<Leaf>> {
+        let root = self.root.read();
+        if root.pgno == 0 {
+            return Ok(None);
+        }
+        let height = root.height;
+        let mut guard = self.fetch(root.pgno, ctx)?.read_arc();
+        drop(root);
+        let (mut low, mut high) = (None, None);
+        let mut depth = 1;
+        loop {
+            let p = &guard.image;
+            match page::kind(p) {
+                page::KIND_LEAF => {
+                    return Ok(Some(Leaf { guard, low, high }));
+                }
+                page::KIND_BRANCH if depth < height => {}
+                _ => {
+                    return Err(self.file.corrupt(
+                        guard.pgno,
+                        "tree is deeper than its height or not a tree page",
+                    ))
+                }
+            }
+            let n = page::count(p);
+            let pos = match target {
+                Target::First => 0,
+                Target::Last => n,
+                Target::AtOrAfter(t) => page::branch_position(p, t, &mut ctx.keys_compared),
+                Target::Before(t) => page::lower_bound(p, t, &mut ctx.keys_compared),
+            };
+            if pos > 0 {
+                low = Some(page::ikey(p, pos - 1).to_vec());
+            }
+            if pos < n {
+                high = Some(page::ikey(p, pos).to_vec());
+            }
+            let child = page::child_at(p, pos);
+            let next = self.fetch(child, ctx)?.read_arc();
+            guard = next;
+            depth += 1;
+        }
+    }
+
+    /// Reads a value out of its overflow run.
+    pub(crate) fn read_value(&self, v: Value<'_>, ctx: &mut ReadContext) -> Result<Vec<u8>> {
+        match v {
+            Value::Inline(b) => Ok(b.to_vec()),
+            Value::Overflow { len, first, pages } => {
+                ctx.blocks_from_storage += u64::from(pages);
+                ctx.bytes_read += u64::from(pages) * self.file.page_size as u64;
+                read_run(&self.file, first, pages, len, page::KIND_OVERFLOW)
+            }
+        }
+    }
+
+    /// The value of `user_key` as of `snapshot`, or as of now when None.
+    /// `Err(None)`-like continuation is reported as `Ok(Lookup::Continue)`
+    /// when the key's versions run into the next leaf and the read needs a
+    /// registered snapshot (see `get` in `db`).
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        snapshot: Option<u64>,
+        visible: &AtomicU64,
+    ) -> Result<Lookup> {
+        let mut ctx = ReadContext {
+            gets: 1,
+            trees_searched: 1,
+            ..ReadContext::default()
+        };
+        let result = self.get_counted(user_key, snapshot, visible, &mut ctx);
+        read_context::add(&ctx);
+        result
+    }
+
+    fn get_counted(
+        &self,
+        user_key: &[u8],
+        snapshot: Option<u64>,
+        visible: &AtomicU64,
+        ctx: &mut ReadContext,
+    ) -> Result<Lookup> {
+        let newest = internal_key(user_key, SEQNO_MAX, KIND_SEEK);
+        let Some(leaf) = self.descend(Target::AtOrAfter(&newest), ctx)? else {
+            return Ok(Lookup::Absent);
+        };
+        // Without a snapshot the seqno is read under the leaf's latch: the
+        // writer prunes only under it, and keeps the newest version at or
+        // below the visible seqno of that moment.
+        let seqno = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
+        let p = &leaf.guard.image;
+        let seek = internal_key(user_key, seqno, KIND_SEEK);
+        let pos = page::lower_bound(p, &seek, &mut ctx.keys_compared);
+        if pos < page::count(p) {
+            let k = page::ikey(p, pos);
+            return match ParsedKey::parse(k) {
+                Some(pk) if pk.user_key == user_key => match pk.kind {
+                    Kind::Put => Ok(Lookup::Value(self.read_value(page::value(p, pos), ctx)?)),
+                    Kind::Delete => Ok(Lookup::Absent),
+                },
+                Some(_) => Ok(Lookup::Absent),
+                None => Err(self.file.corrupt(leaf.guard.pgno, "bad key trailer")),
+            };
+        }
+        match &leaf.high {
+            Some(h) if key::user_key(h) == user_key => Ok(Lookup::Continue(seqno)),
+            _ => Ok(Lookup::Absent),
+        }
+    }
+
+    /// Starts a write: the writer's state, held until the caller is done.
+    pub(crate) fn writer(&self) -> parking_lot::MutexGuard<'_, TreeState> {
+        self.tree.lock()
+    }
+
+    /// Applies one entry. The caller holds `writer()`.
+    pub(crate) fn apply(
+        &self,
+        st: &mut TreeState,
+        seqno: u64,
+        kind: Kind,
+        user_key: &[u8],
+        value: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        self.check_failed()?;
+        self.changes.fetch_add(1, Ordering::Relaxed);
+        let ik = internal_key(user_key, seqno, kind);
+        let inline = page::leaf_cell(&ik, Value::Inline(value));
+        let cell = if inline.len() <= max_cell_len(self.file.page_size) {
+            inline
+        } else {
+            let (first, pages) = self.write_overflow(st, value)?;
+            page::leaf_cell(
+                &ik,
+                Value::Overflow {
+                    len: value.len() as u32,
+                    first,
+                    pages,
+                },
+            )
+        };
+        let path = self.write_path(st, &ik, horizon)?;
+        let Some((leaf, _)) = path.last() else {
+            return self.new_root(st, &cell);
+        };
+        let mut g = leaf.write();
+        let p = &mut g.image;
+        let mut unused = 0;
+        let pos = page::lower_bound(p, &ik, &mut unused);
+        if pos < page::count(p) && page::ikey(p, pos) == ik.as_slice() {
+            // The same version again: a replay of the log over a page that
+            // already holds it.
+            let old = page::value(p, pos);
+            self.release_value(st, old);
+            page::remove(p, pos);
+        }
+        if page::insert(p, pos, &cell) {
+            g.dirty.store(true, Ordering::Release);
+            let small = page::used(&g.image) < g.image.len() / 4;
+            drop(g);
+            if small && path.len() > 1 {
+                self.merge(st, &path, horizon)?;
+            }
+            return Ok(());
+        }
+        self.prune(st, &mut g.image, horizon);
+        g.dirty.store(true, Ordering::Release);
+        let p = &mut g.image;
+        let pos = page::lower_bound(p, &ik, &mut unused);
+        // Split unless pruning left a quarter of the page free.
+        if page::free_space(p) >= p.len() / 4 && page::insert(p, pos, &cell) {
+            return Ok(());
+        }
+        drop(g);
+        self.split(st, &path, &ik, cell)
+    }
+
+    fn new_root(&self, st: &mut TreeState, cell: &[u8]) -> Result<()> {
+        let pgno = st.alloc(1);
+        let mut image = vec![0u8; self.file.image_len()];
+        page::init(&mut image, page::KIND_LEAF, 0);
+        page::insert(&mut image, 0, cell);
+        self.install_page(pgno, image);
+        *self.root.write() = Root { pgno, height: 1 };
+        Ok(())
+    }
+
+    /// Caches a new page, dirty, replacing any stale frame of its number.
+    fn install_page(&self, pgno: u64, image: Vec<u8>) -> Arc<Frame> {
+        let frame = Arc::new(RwLock::new(PageBuf {
+            file: Arc::clone(&self.file),
+            pgno,
+            dirty: AtomicBool::new(true),
+            image,
+        }));
+        self.cache
+            .insert_page((self.file.owner, pgno), frame, self.charge(), true)
+    }
+
+    /// The path from the root to the leaf for `ik`, every page on it fresh
+    /// (copied if the last checkpoint wrote it). Each element is a page and
+    /// its position in its parent.
+    fn write_path(
+        &self,
+        st: &mut TreeState,
+        ik: &[u8],
+        horizon: &Horizon,
+    ) -> Result<Vec<(Arc<Frame>, usize)>> {
+        let mut ctx = ReadContext::default();
+        let root = *self.root.read();
+        let mut path: Vec<(Arc<Frame>, usize)> = Vec::with_capacity(root.height as usize);
+        if root.pgno == 0 {
+            return Ok(path);
+        }
+        let mut pgno = root.pgno;
+        let mut pos_in_parent = 0;
+        loop {
+            let mut frame = self.fetch(pgno, &mut ctx)?;
+            if !st.fresh.contains(&pgno) {
+                frame = self.copy_page(
+                    st,
+                    &frame,
+                    path.last().map(|(f, _)| f),
+                    pos_in_parent,
+                    horizon,
+                )?;
+            }
+            let (is_leaf, child, pos) = {
+                let g = frame.read();
+                let p = &g.image;
+                match page::kind(p) {
+                    page::KIND_LEAF => (true, 0, 0),
+                    page::KIND_BRANCH if path.len() + 1 < root.height as usize => {
+                        let pos = page::branch_position(p, ik, &mut ctx.keys_compared);
+                        (false, page::child_at(p, pos), pos)
+                    }
+                    _ => return Err(self.file.corrupt(g.pgno, "tree is deeper than its height")),
+                }
+            };
+            path.push((frame, pos_in_parent));
+            if is_leaf {
+                return Ok(path);
+            }
+            pgno = child;
+            pos_in_parent = pos;
+        }
+    }
+
+    /// Copies a page the last checkpoint wrote to a new page (pruning a
+    /// leaf on the way), and points its parent (or the root) at the copy.
+    fn copy_page(
+        &self,
+        st: &mut TreeState,
+        old: &Arc<Frame>,
+        parent: Option<&Arc<Frame>>,
+        pos: usize,
+        horizon: &Horizon,
+    ) -> Result<Arc<Frame>> {
+        let (old_pgno, mut image) = {
+            let g = old.read();
+            (g.pgno, g.image.clone())
+        };
+        if page::kind(&image) == page::KIND_LEAF {
+            self.prune(st, &mut image, horizon);
+        }
+        let pgno = st.alloc(1);
+        let frame = self.install_page(pgno, image);
+        match parent {
+            None => self.root.write().pgno = pgno,
+            Some(parent) => {
+                let mut pg = parent.write();
+                page::set_child_at(&mut pg.image, pos, pgno);
+                pg.dirty.store(true, Ordering::Release);
+            }
+        }
+        st.release(old_pgno, 1);
+        Ok(frame)
+    }
+
+    /// Drops the versions of a leaf that no reader can see (`Horizon`), and
+    /// frees their overflow runs.
+    fn prune(&self, st: &mut TreeState, p: &mut [u8], horizon: &Horizon) {
+        let n = page::count(p);
+        let mut keep = vec![true; n];
+        let mut i = 0;
+        while i < n {
+            let uk = key::user_key(page::ikey(p, i)).to_vec();
+            let mut j = i;
+            while j < n && key::user_key(page::ikey(p, j)) == uk.as_slice() {
+                j += 1;
+            }
+            // Versions i..j, newest first.
+            let mut newer = u64::MAX;
+            for (v, slot) in keep.iter_mut().enumerate().take(j).skip(i) {
+                let seqno = ParsedKey::parse(page::ikey(p, v)).map_or(u64::MAX, |k| k.seqno);
+                *slot = horizon.needed(seqno, newer);
+                newer = seqno;
+            }
+            // A tombstone that is the oldest version kept hides nothing.
+            for v in (i..j).rev() {
+                if keep.get(v) != Some(&true) {
+                    continue;
+                }
+                let pk = ParsedKey::parse(page::ikey(p, v));
+                match pk {
+                    Some(k) if k.kind == Kind::Delete && k.seqno <= horizon.visible => {
+                        if let Some(s) = keep.get_mut(v) {
+                            *s = false;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            i = j;
+        }
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        let mut cells = Vec::with_capacity(n);
+        for (v, &k) in keep.iter().enumerate() {
+            if k {
+                cells.push(page::cell_bytes(p, v).to_vec());
+            } else {
+                let dropped = page::value(p, v);
+                self.release_value(st, dropped);
+            }
+        }
+        page::rebuild(p, &cells);
+    }
+
+    fn release_value(&self, st: &mut TreeState, v: Value<'_>) {
+        if let Value::Overflow { first, pages, .. } = v {
+            st.release(first, u64::from(pages));
+        }
+    }
+
+    /// Writes a value too large for a page to a run of overflow pages.
+    fn write_overflow(&self, st: &mut TreeState, value: &[u8]) -> Result<(u64, u32)> {
+        let chunk = self.file.image_len() - page::HEADER;
+        let pages = value.len().div_ceil(chunk).max(1);
+        let first = st.alloc(pages as u64);
+        write_run(&self.file, first, value, page::KIND_OVERFLOW)?;
+        Ok((first, pages as u32))
+    }
+
+    /// Splits the full leaf at the end of `path` around the new `cell`, and
+    /// its ancestors as needed, with the whole path write-latched.
+    fn split(
+        &self,
+        st: &mut TreeState,
+        path: &[(Arc<Frame>, usize)],
+        ik: &[u8],
+        cell: Vec<u8>,
+    ) -> Result<()> {
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path.iter().map(|(f, _)| f.write_arc()).collect();
+        let mut carry: Option<(Vec<u8>, u64)> = None;
+        for level in (0..guards.len()).rev() {
+            let Some(g) = guards.get_mut(level) else {
+                break;
+            };
+            g.dirty.store(true, Ordering::Release);
+            let p = &mut g.image;
+            let is_leaf = page::kind(p) == page::KIND_LEAF;
+            let mut unused = 0;
+            let (pos, new_cell) = if is_leaf {
+                (page::lower_bound(p, ik, &mut unused), cell.clone())
+            } else {
+                let Some((sep, right)) = carry.take() else {
+                    break;
+                };
+                let child_pos = path.get(level + 1).map_or(0, |(_, pos)| *pos);
+                (child_pos, page::branch_cell(&sep, right))
+            };
+            if !is_leaf && page::insert(p, pos, &new_cell) {
+                return Ok(());
+            }
+            let mut cells: Vec<Vec<u8>> = (0..page::count(p))
+                .map(|i| page::cell_bytes(p, i).to_vec())
+                .collect();
+            cells.insert(pos, new_cell);
+            let right_pgno = st.alloc(1);
+            let mut right = vec![0u8; p.len()];
+            let sep = if is_leaf {
+                let m = leaf_split_point(&cells);
+                let (left, right_cells) = cells.split_at(m);
+                page::init(&mut right, page::KIND_LEAF, 0);
+                page::rebuild(&mut right, right_cells);
+                page::rebuild(p, left);
+                let last = left.last().map(|c| cell_key(c, true)).unwrap_or_default();
+                let first = right_cells
+                    .first()
+                    .map(|c| cell_key(c, true))
+                    .unwrap_or_default();
+                separator(last, first)
+            } else {
+                // The middle cell moves up; its child leads the right page.
+                let m = cells.len() / 2;
+                let mid = cells.get(m).cloned().unwrap_or_default();
+                page::init(&mut right, page::KIND_BRANCH, page::u64_at(&mid, 2));
+                page::rebuild(&mut right, cells.get(m + 1..).unwrap_or(&[]));
+                page::rebuild(p, cells.get(..m).unwrap_or(&[]));
+                cell_key(&mid, false).to_vec()
+            };
+            self.install_page(right_pgno, right);
+            carry = Some((sep, right_pgno));
+        }
+        if let Some((sep, right)) = carry {
+            // The root split: a new root over the two halves.
+            let pgno = st.alloc(1);
+            let mut image = vec![0u8; self.file.image_len()];
+            page::init(&mut image, page::KIND_BRANCH, root.pgno);
+            page::insert(&mut image, 0, &page::branch_cell(&sep, right));
+            self.install_page(pgno, image);
+            *root = Root {
+                pgno,
+                height: root.height + 1,
+            };
+        }
+        Ok(())
+    }
+
+    /// Merges the small leaf at the end of `path` with a sibling when both
+    /// fit in three quarters of a page; removes a root left with one child.
+    fn merge(
+        &self,
+        st: &mut TreeState,
+        path: &[(Arc<Frame>, usize)],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        let (Some((parent, _)), Some((_, pos))) = (path.get(path.len() - 2), path.last()) else {
+            return Ok(());
+        };
+        let pos = *pos;
+        let n = page::count(&parent.read().image);
+        if n == 0 {
+            return Ok(());
+        }
+        // Merge the pair (left, right) = (pos-1, pos) or (pos, pos+1).
+        let left_pos = if pos > 0 { pos - 1 } else { 0 };
+        let mut ctx = ReadContext::default();
+        let (left_pgno, right_pgno) = {
+            let g = parent.read();
+            (
+                page::child_at(&g.image, left_pos),
+                page::child_at(&g.image, left_pos + 1),
+            )
+        };
+        let mut left = self.fetch(left_pgno, &mut ctx)?;
+        if !st.fresh.contains(&left_pgno) {
+            left = self.copy_page(st, &left, Some(parent), left_pos, horizon)?;
+        }
+        let right = self.fetch(right_pgno, &mut ctx)?;
+        let limit = self.file.image_len() * 3 / 4;
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path
+            .iter()
+            .take(path.len() - 1)
+            .map(|(f, _)| f.write_arc())
+            .collect();
+        let mut lg = left.write_arc();
+        let rg = right.write_arc();
+        if page::kind(&lg.image) != page::KIND_LEAF
+            || page::kind(&rg.image) != page::KIND_LEAF
+            || page::used(&lg.image) + page::used(&rg.image) > limit
+        {
+            return Ok(());
+        }
+        let mut cells: Vec<Vec<u8>> = (0..page::count(&lg.image))
+            .map(|i| page::cell_bytes(&lg.image, i).to_vec())
+            .collect();
+        cells.extend((0..page::count(&rg.image)).map(|i| page::cell_bytes(&rg.image, i).to_vec()));
+        page::rebuild(&mut lg.image, &cells);
+        lg.dirty.store(true, Ordering::Release);
+        let Some(pg) = guards.last_mut() else {
+            return Ok(());
+        };
+        // Drop the separator of the right page (cell left_pos).
+        page::remove(&mut pg.image, left_pos);
+        pg.dirty.store(true, Ordering::Release);
+        drop(rg);
+        self.cache.remove(&(self.file.owner, right_pgno));
+        st.release(right_pgno, 1);
+        // A root branch with a single child is replaced by that child.
+        let collapse = match guards.first() {
+            Some(rootg)
+                if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>
+            {
+                Some((rootg.pgno, page::link(&rootg.image)))
+            }
+            _ => None,
+        };
+        drop(guards);
+        if let Some((old, child)) = collapse {
+            *root = Root {
+                pgno: child,
+                height: root.height - 1,
+            };
+            self.cache.remove(&(self.file.owner, old));
+            st.release(old, 1);
+        }
+        Ok(())
+    }
+
+    /// Writes a checkpoint (see the module comment). `freeze` runs with
+    /// writers held back by the caller's lock guard `hold_writers` and
+    /// returns the last seqno and the log bytes; `sync_log` makes the log
+    /// durable up to a seqno. Returns the pages written (0 when nothing
+    /// changed since the last checkpoint: then only the in-memory persisted
+    /// seqno moves, since the log past it holds nothing of this table).
+    pub(crate) fn checkpoint<G>(
+        &self,
+        hold_writers: impl FnOnce() -> (G, u64, u64),
+        sync_log: impl FnOnce(u64) -> Result<()>,
+    ) -> Result<u64> {
+        let mut durable = self.ckpt.lock();
+        self.check_failed()?;
+        let start = Instant::now();
+        let (frozen, c, blob) = {
+            let (guard, seqno, wal_bytes) = hold_writers();
+            let mut st = self.tree.lock();
+            if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() {
+                self.persisted_seqno.fetch_max(seqno, Ordering::AcqRel);
+                self.wal_bytes_at_checkpoint
+                    .store(wal_bytes, Ordering::Release);
+                return Ok(0);
+            }
+            self.changes.store(0, Ordering::Release);
+            let root = *self.root.read();
+            let frozen = std::mem::take(&mut st.fresh);
+            let old_map = st.free_map;
+            if old_map.1 > 0 {
+                st.retired.push(old_map);
+            }
+            st.limbo = std::mem::take(&mut st.retired);
+            // The free map lists the free pages of the image: free now, or
+            // used only by older images. Its own pages come out of the free
+            // list first, so the loop settles once the run is large enough.
+            let chunk = (self.file.image_len() - page::HEADER) as u64;
+            let mut pages = 1u64;
+            let (first, blob) = loop {
+                let mut image_free = st.free.clone();
+                for &(f, n) in &st.limbo {
+                    add_extent(&mut image_free, f, n);
+                }
+                let need = ((image_free.len() as u64 * 16).div_ceil(chunk)).max(1);
+                if need > pages {
+                    pages = need;
+                    continue;
+                }
+                let first = st.alloc(pages);
+                for p in first..first + pages {
+                    st.fresh.remove(&p);
+                }
+                let mut image_free = st.free.clone();
+                for &(f, n) in &st.limbo {
+                    add_extent(&mut image_free, f, n);
+                }
+                let mut blob = Vec::with_capacity(image_free.len() * 16);
+                for (f, n) in image_free {
+                    blob.extend_from_slice(&f.to_le_bytes());
+                    blob.extend_from_slice(&n.to_le_bytes());
+                }
+                if (blob.len() as u64).div_ceil(chunk).max(1) <= pages {
+                    break (first, blob);
+                }
+                // Cannot happen (allocating only shrinks the list); retry larger.
+                add_extent(&mut st.free, first, pages);
+                pages += 1;
+            };
+            st.free_map = (first, pages);
+            let c = Checkpoint {
+                generation: durable.generation + 1,
+                root: root.pgno,
+                height: root.height,
+                page_count: st.page_count,
+                free_map_first: first,
+                free_map_pages: pages as u32,
+                free_map_len: blob.len() as u32,
+                seqno,
+            };
+            self.wal_bytes_at_checkpoint
+                .store(wal_bytes, Ordering::Release);
+            drop(st);
+            drop(guard);
+            (frozen, c, blob)
+        };
+        let mut written = 0u64;
+        for pgno in frozen {
+            let Some(frame) = self.cache.get_page(&(self.file.owner, pgno)) else {
+                // Not cached: evicted, so written; or an overflow page,
+                // written when its value was added.
+                continue;
+            };
+            let g = frame.read();
+            if g.dirty.load(Ordering::Acquire) {
+                self.file.write_page(pgno, &g.image)?;
+                g.dirty.store(false, Ordering::Release);
+                written += 1;
+            }
+        }
+        write_run(&self.file, c.free_map_first, &blob, page::KIND_FREE_MAP)?;
+        self.file.file.sync()?;
+        sync_log(c.seqno)?;
+        let slot = c.generation % 2;
+        self.file.file.write_at(
+            slot * self.file.page_size as u64,
+            &c.encode(self.file.page_size, self.id),
+        )?;
+        self.file.file.sync()?;
+        // Durable: what only older images used is free now.
+        {
+            let mut st = self.tree.lock();
+            let limbo = std::mem::take(&mut st.limbo);
+            for (f, n) in limbo {
+                for p in f..f + n {
+                    self.cache.remove(&(self.file.owner, p));
+                }
+                add_extent(&mut st.free, f, n);
+            }
+        }
+        *durable = c;
+        self.persisted_seqno.fetch_max(c.seqno, Ordering::AcqRel);
+        let bytes = (written + 1) * self.file.page_size as u64;
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.counters.pages.fetch_add(written, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters
+            .micros
+            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(written.max(1))
+    }
+
+    /// Holds back checkpoints (for dropping the table).
+    pub(crate) fn lock_checkpoints(&self) -> parking_lot::MutexGuard<'_, Checkpoint> {
+        self.ckpt.lock()
+    }
+
+    /// Whether the table has changed since its last checkpoint.
+    pub(crate) fn has_changes(&self) -> bool {
+        self.changes.load(Ordering::Acquire) > 0
+    }
+
+    /// Height, pages and fill, and the file's size.
+    pub(crate) fn shape(&self) -> Result<BtreeShape> {
+        let mut shape = {
+            let st = self.tree.lock();
+            let root = *self.root.read();
+            BtreeShape {
+                height: root.height,
+                file_bytes: st.page_count * self.file.page_size as u64,
+                free_pages: st.free_pages() + st.free_map.1,
+                page_size: self.file.page_size as u64,
+                ..BtreeShape::default()
+            }
+        };
+        let mut used_bytes = 0u64;
+        let mut ctx = ReadContext::default();
+        let mut stack = Vec::new();
+        let root = self.root.read().pgno;
+        if root != 0 {
+            stack.push(root);
+        }
+        while let Some(pgno) = stack.pop() {
+            let frame = self.fetch(pgno, &mut ctx)?;
+            let g = frame.read();
+            let p = &g.image;
+            used_bytes += page::used(p) as u64;
+            match page::kind(p) {
+                page::KIND_BRANCH => {
+                    shape.branch_pages += 1;
+                    for pos in 0..=page::count(p) {
+                        stack.push(page::child_at(p, pos));
+                    }
+                }
+                _ => {
+                    shape.leaf_pages += 1;
+                    shape.entries += page::count(p) as u64;
+                    for i in 0..page::count(p) {
+                        if let Value::Overflow { pages, .. } = page::value(p, i) {
+                            shape.overflow_pages += u64::from(pages);
+                        }
+                    }
+                }
+            }
+        }
+        let pages = shape.leaf_pages + shape.branch_pages;
+        if pages > 0 {
+            shape.fill = used_bytes as f64 / (pages * self.file.image_len() as u64) as f64;
+        }
+        Ok(shape)
+    }
+
+    /// Cheap figures for stats, without walking the tree.
+    pub(crate) fn quick_shape(&self) -> (u32, u64, u64) {
+        let st = self.tree.lock();
+        let root = *self.root.read();
+        (root.height, st.page_count, st.free_pages() + st.free_map.1)
+    }
+}
+
+/// The shape of a B-tree table.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct BtreeShape {
+    /// Levels from the root to the leaves (0 for an empty tree).
+    pub height: u32,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Branch (internal) pages.
+    pub branch_pages: u64,
+    /// Pages holding values too large for a leaf.
+    pub overflow_pages: u64,
+    /// Free pages (reusable now or after the next checkpoint).
+    pub free_pages: u64,
+    /// Versions in the leaves (a key may have several while snapshots or
+    /// recent writes need them).
+    pub entries: u64,
+    /// Bytes in use over bytes available, over leaf and branch pages.
+    pub fill: f64,
+    /// The page size.
+    pub page_size: u64,
+    /// The file's size in pages times the page size.
+    pub file_bytes: u64,
+}
+
+/// What a point read found.
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    Value(Vec<u8>),
+    Absent,
+    /// The key's versions go on in the next leaf: read it with an iterator
+    /// at this seqno under a registered snapshot.
+    Continue(u64),
+}
+
+/// The key of a raw cell.
+fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
+    let klen = page::u16_at(c, 0);
+    let start = if leaf { 3 } else { 10 };
+    c.get(start..start + klen).unwrap_or(&[])
+}
+
+/// Where to split a leaf's cells: near half of the bytes, at a change of
+/// user key if there is one, so that a key's versions stay in one leaf.
+fn leaf_split_point(cells: &[Vec<u8>]) -> usize {
+    let total: usize = cells.iter().map(Vec::len).sum();
+    let mut acc = 0;
+    let mut mid = 1;
+    for (i, c) in cells.iter().enumerate() {
+        acc += c.len();
+        if acc >= total / 2 {
+            mid = (i + 1).clamp(1, cells.len() - 1);
+            break;
+        }
+    }
+    let boundary = |i: usize| {
+        i > 0
+            && i < cells.len()
+            && key::user_key(cell_key(&cells[i - 1], true))
+                != key::user_key(cell_key(&cells[i], true))
+    };
+    for d in 0..cells.len() {
+        if boundary(mid + d) {
+            return mid + d;
+        }
+        if d <= mid && boundary(mid - d) {
+            return mid - d;
+        }
+    }
+    mid
+}
+
+/// The separator between two adjacent leaves: the shortest user-key prefix
+/// of `first` above `last`'s user key, as the smallest internal key of that
+/// prefix; or, within one user key, `first` itself.
+fn separator(last: &[u8], first: &[u8]) -> Vec<u8> {
+    let (a, b) = (key::user_key(last), key::user_key(first));
+    if a == b {
+        return first.to_vec();
+    }
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let prefix = b.get(..(common + 1).min(b.len())).unwrap_or(b);
+    internal_key(prefix, SEQNO_MAX, KIND_SEEK)
+}
+
+/// Writes `data` as a run of pages of `kind` starting at `first`, one
+/// checksummed page per chunk, in one write.
+fn write_run(file: &PageFile, first: u64, data: &[u8], kind: u8) -> Result<()> {
+    let chunk = file.image_len() - page::HEADER;
+    let pages = data.len().div_ceil(chunk).max(1);
+    for i in 0..pages {
+        let mut image = vec![0u8; file.image_len()];
+        page::init(&mut image, kind, 0);
+        let part = data
+            .get(i * chunk..((i + 1) * chunk).min(data.len()))
+            .unwrap_or(&[]);
+        if let Some(dst) = image.get_mut(page::HEADER..page::HEADER + part.len()) {
+            dst.copy_from_slice(part);
+        }
+        file.write_page(first + i as u64, &image)?;
+    }
+    Ok(())
+}
+
+/// Reads `len` bytes stored by `write_run`.
+fn read_run(file: &PageFile, first: u64, pages: u32, len: u32, kind: u8) -> Result<Vec<u8>> {
+    let chunk = file.image_len() - page::HEADER;
+    if (pages as usize) < (len as usize).div_ceil(chunk).max(1) {
+        return Err(file.corrupt(
+            first,
+            format!("{pages} overflow pages cannot hold {len} bytes"),
+        ));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    for i in 0..u64::from(pages) {
+        let image = file.read_page(first + i)?;
+        if page::kind(&image) != kind {
+            return Err(file.corrupt(first + i, format!("expected a page of kind {kind}")));
+        }
+        let want = (len as usize - out.len()).min(chunk);
+        out.extend_from_slice(image.get(page::HEADER..page::HEADER + want).unwrap_or(&[]));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_rejects_damage() {
+        let c = Checkpoint {
+            generation: 7,
+            root: 5,
+            height: 2,
+            page_count: 10,
+            free_map_first: 8,
+            free_map_pages: 1,
+            free_map_len: 32,
+            seqno: 99,
+        };
+        let b = c.encode(8192, 3);
+        assert_eq!(Checkpoint::decode(&b, 8192, 3), Ok(c));
+        assert!(Checkpoint::decode(&b, 4096, 3).is_err());
+        assert!(Checkpoint::decode(&b, 8192, 4).is_err());
+        for i in 0..76 {
+            let mut bad = b.clone();
+            bad[i] ^= 1;
+            assert!(Checkpoint::decode(&bad, 8192, 3).is_err(), "flip at {i}");
+        }
+    }
+
+    #[test]
+    fn horizon_keeps_what_some_reader_can_see() {
+        let h = Horizon {
+            visible: 100,
+            snapshots: vec![20, 50],
+        };
+        // Versions of one key at 90, 60, 40, 30, 10 (newest first).
+        assert!(h.needed(110, u64::MAX)); // not yet visible
+        assert!(h.needed(90, 110)); // newest at visible
+        assert!(!h.needed(60, 90)); // no reader between 60 and 90
+        assert!(h.needed(40, 60)); // snapshot 50
+        assert!(!h.needed(30, 40));
+        assert!(h.needed(10, 30)); // snapshot 20
+    }
+
+    #[test]
+    fn extents_coalesce() {
+        let mut m = BTreeMap::new();
+        add_extent(&mut m, 10, 2);
+        add_extent(&mut m, 14, 1);
+        add_extent(&mut m, 12, 2);
+        assert_eq!(m.into_iter().collect::<Vec<_>>(), [(10, 5)]);
+    }
+
+    #[test]
+    fn separators_are_short_and_between() {
+        let a = internal_key(b"apple", 3, Kind::Put);
+        let b = internal_key(b"apricot", 9, Kind::Put);
+        let s = separator(&a, &b);
+        assert_eq!(key::user_key(&s), b"apr");
+        assert!(key::compare(&a, &s).is_lt() && key::compare(&s, &b).is_le());
+        let b2 = internal_key(b"apple", 1, Kind::Put);
+        assert_eq!(separator(&a, &b2), b2);
+    }
+}
