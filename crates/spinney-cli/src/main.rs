@@ -310,6 +310,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 block_size,
                 write_buffer_size,
                 compaction: c,
+                ..TableOptions::default()
             };
             db.create_table(&table, options)?;
         }

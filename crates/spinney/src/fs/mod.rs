@@ -120,8 +120,6 @@ pub trait PagedFile: Send + Sync {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
     /// Makes every write so far durable.
     fn sync(&self) -> Result<()>;
-    /// The file's current length.
-    fn len(&self) -> Result<u64>;
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
 }

@@ -288,14 +288,6 @@ impl PagedFile for OsPagedFile {
         Ok(())
     }
 
-    fn len(&self) -> Result<u64> {
-        Ok(self
-            .file
-            .metadata()
-            .map_err(|e| Error::io("stat", &self.path, e))?
-            .len())
-    }
-
     fn path(&self) -> &Path {
         &self.path
     }
