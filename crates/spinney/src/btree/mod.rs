@@ -800,8 +800,11 @@ impl BtreeTable {
                 *slot = horizon.needed(seqno, newer);
                 newer = seqno;
             }
-            // A tombstone that is the oldest version kept hides nothing.
-            for v in (i..j).rev() {
+            // A tombstone that is the oldest version kept hides nothing,
+            // unless older versions of its key may go on in the next leaf
+            // (a key whose versions fill more than a page is split between
+            // leaves): a group that reaches the end of the page keeps it.
+            for v in (i..j).rev().filter(|_| j < n) {
                 if keep.get(v) != Some(&true) {
                     continue;
                 }

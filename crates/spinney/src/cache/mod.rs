@@ -206,11 +206,11 @@ impl Cache {
         }
     }
 
-    /// Evicts until the usage is within the budget, or a whole turn of the
-    /// shards finds nothing to evict.
+    /// Evicts until the usage is within the budget, or two whole turns of
+    /// the shards find nothing to evict (the first clears referenced bits).
     fn shrink(&self) {
         let mut failures = 0;
-        while self.usage.load(Ordering::Relaxed) > self.capacity && failures < SHARDS {
+        while self.usage.load(Ordering::Relaxed) > self.capacity && failures < 2 * SHARDS {
             let i = self.hand.fetch_add(1, Ordering::Relaxed) % SHARDS;
             let Some(shard) = self.shards.get(i) else {
                 break;
@@ -290,14 +290,15 @@ impl Shard {
         Some(charge)
     }
 
-    /// Advances the clock hand until one entry is evicted; returns its
-    /// charge, or None when nothing here can be evicted.
+    /// Advances the clock hand, at most once around, until one entry is
+    /// evicted; returns its charge, or None when none could be.
     fn evict_one(&mut self) -> Option<u64> {
         if self.map.is_empty() {
             return None;
         }
-        // Two sweeps clear every referenced bit, so the loop ends.
-        for _ in 0..self.slots.len() * 2 + 1 {
+        // One sweep: a referenced entry loses its bit and survives until
+        // the hand comes back to this shard.
+        for _ in 0..self.slots.len() {
             if self.hand >= self.slots.len() {
                 self.hand = 0;
             }

@@ -510,7 +510,8 @@ mod tests {
 
     #[test]
     fn golden_bytes_of_a_create_table_record() {
-        // Pins docs/format.md's create_table field, compaction options included.
+        // Pins docs/format.md's create_table field, compaction options and
+        // page size included.
         let e = VersionEdit {
             created: vec![TableRecord {
                 id: 1,
@@ -524,7 +525,7 @@ mod tests {
         };
         #[rustfmt::skip]
         let want = [
-            5, 28, // tag create_table, payload length
+            5, 30, // tag create_table, payload length
             1, 1, b't', // id, name
             1, 0, 10, // kind lsm, no compression, bloom bits
             0x80, 0x20, // block size 4096
@@ -535,6 +536,7 @@ mod tests {
             0x80, 0x80, 0x80, 0x04, // target file 8 MiB
             1, 2, 32, // size ratio %, min and max merge width
             0xC8, 0x01, // max size amplification 200%
+            0x80, 0x40, // page size 8192
         ];
         assert_eq!(e.encode(), want);
         assert_eq!(VersionEdit::decode(&want).expect("decodes"), e);
