@@ -115,14 +115,18 @@ fn bad_names_and_options_are_refused() {
         db.create_table("t", bad),
         Err(Error::InvalidArgument(_))
     ));
-    let btree = TableOptions {
-        kind: TableKind::Btree,
-        ..TableOptions::default()
-    };
-    assert!(matches!(
-        db.create_table("t", btree),
-        Err(Error::Unsupported(_))
-    ));
+    for page_size in [0, 1000, 2048, 6000, 65536] {
+        let bad = TableOptions {
+            kind: TableKind::Btree,
+            page_size,
+            ..TableOptions::default()
+        };
+        assert!(matches!(
+            db.create_table("t", bad),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    assert!(db.tables().is_empty(), "a refused table left a trace");
 }
 
 #[test]

@@ -69,7 +69,7 @@ impl BtreeIter {
     }
 
     fn load_counted(&mut self, target: Target<'_>, ctx: &mut ReadContext) -> Result<bool> {
-        let Some(leaf) = self.table.descend(target, ctx)? else {
+        let Some(leaf) = self.table.descend(target, true, ctx)? else {
             self.image.clear();
             return Ok(false);
         };

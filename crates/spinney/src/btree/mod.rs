@@ -496,9 +496,11 @@ impl BtreeTable {
     }
 
     /// Descends to a leaf with latch coupling. None when the tree is empty.
+    /// The separators around the leaf are copied out only if `bounds`.
     pub(crate) fn descend(
         &self,
         target: Target<'_>,
+        bounds: bool,
         ctx: &mut ReadContext,
     ) -> Result<Option<Leaf>> {
         let root = self.root.read();
@@ -531,10 +533,10 @@ impl BtreeTable {
                 Target::AtOrAfter(t) => page::branch_position(p, t, &mut ctx.keys_compared),
                 Target::Before(t) => page::lower_bound(p, t, &mut ctx.keys_compared),
             };
-            if pos > 0 {
+            if bounds && pos > 0 {
                 low = Some(page::ikey(p, pos - 1).to_vec());
             }
-            if pos < n {
+            if bounds && pos < n {
                 high = Some(page::ikey(p, pos).to_vec());
             }
             let child = page::child_at(p, pos);
@@ -584,7 +586,7 @@ impl BtreeTable {
         ctx: &mut ReadContext,
     ) -> Result<Lookup> {
         let newest = internal_key(user_key, SEQNO_MAX, KIND_SEEK);
-        let Some(leaf) = self.descend(Target::AtOrAfter(&newest), ctx)? else {
+        let Some(leaf) = self.descend(Target::AtOrAfter(&newest), false, ctx)? else {
             return Ok(Lookup::Absent);
         };
         // Without a snapshot the seqno is read under the leaf's latch: the
@@ -605,9 +607,14 @@ impl BtreeTable {
                 None => Err(self.file.corrupt(leaf.guard.pgno, "bad key trailer")),
             };
         }
-        match &leaf.high {
-            Some(h) if key::user_key(h) == user_key => Ok(Lookup::Continue(seqno)),
-            _ => Ok(Lookup::Absent),
+        // Past the leaf's last key. The descent went to the leaf that holds
+        // the key's newest versions, so if the last key is another (smaller)
+        // key, this key is absent; if it is this key, its older versions may
+        // go on in the next leaf, and an iterator reads on.
+        let n = page::count(p);
+        match (n > 0).then(|| key::user_key(page::ikey(p, n - 1))) {
+            Some(last) if last != user_key => Ok(Lookup::Absent),
+            _ => Ok(Lookup::Continue(seqno)),
         }
     }
 
