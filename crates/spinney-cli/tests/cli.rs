@@ -46,7 +46,9 @@ fn exit_codes_tell_absent_from_usage_from_errors() {
         spinney(&db, &["--hex", "get", "t", "zz"]).status.code(),
         Some(2)
     );
-    assert!(spinney(&db, &["create", "b", "--kind", "btree"]).status.success());
+    assert!(spinney(&db, &["create", "b", "--kind", "btree"])
+        .status
+        .success());
     // Commands other than create and load do not create a database.
     assert_eq!(
         spinney(&dir.path().join("nothing"), &["tables"])

@@ -896,7 +896,7 @@ impl BtreeTable {
             let right_pgno = st.alloc(1);
             let mut right = vec![0u8; p.len()];
             let sep = if is_leaf {
-                let m = leaf_split_point(&cells);
+                let m = leaf_split_point(&cells, pos + 1 == cells.len());
                 let (left, right_cells) = cells.split_at(m);
                 page::init(&mut right, page::KIND_LEAF, 0);
                 page::rebuild(&mut right, right_cells);
@@ -909,7 +909,13 @@ impl BtreeTable {
                 separator(last, first)
             } else {
                 // The middle cell moves up; its child leads the right page.
-                let m = cells.len() / 2;
+                // Appending (the new cell is the last): leave the left page
+                // full and start the right one, as for leaves.
+                let m = if pos + 1 == cells.len() && cells.len() >= 3 {
+                    cells.len() - 2
+                } else {
+                    cells.len() / 2
+                };
                 let mid = cells.get(m).cloned().unwrap_or_default();
                 page::init(&mut right, page::KIND_BRANCH, page::u64_at(&mid, 2));
                 page::rebuild(&mut right, cells.get(m + 1..).unwrap_or(&[]));
@@ -1257,13 +1263,21 @@ fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
 
 /// Where to split a leaf's cells: near half of the bytes, at a change of
 /// user key if there is one, so that a key's versions stay in one leaf.
-fn leaf_split_point(cells: &[Vec<u8>]) -> usize {
+/// When the new cell is the last one (`append`: keys arriving in order),
+/// near the end instead, so that a sequential load leaves full pages
+/// behind rather than half-full ones.
+fn leaf_split_point(cells: &[Vec<u8>], append: bool) -> usize {
     let total: usize = cells.iter().map(Vec::len).sum();
     let mut acc = 0;
     let mut mid = 1;
+    let goal = if append {
+        total - total / 16
+    } else {
+        total / 2
+    };
     for (i, c) in cells.iter().enumerate() {
         acc += c.len();
-        if acc >= total / 2 {
+        if acc >= goal {
             mid = (i + 1).clamp(1, cells.len() - 1);
             break;
         }
