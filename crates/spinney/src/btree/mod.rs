@@ -668,7 +668,13 @@ impl BtreeTable {
         if page::insert(p, pos, &cell) {
             g.dirty.store(true, Ordering::Release);
             let small = page::used(&g.image) < g.image.len() / 4;
+            let continues = last_version(&g.image)
+                .filter(|(k, _)| k.as_slice() == user_key)
+                .map(|(_, seqno)| seqno);
             drop(g);
+            if let Some(seqno) = continues {
+                self.prune_continuation(st, user_key, seqno, horizon)?;
+            }
             if small && path.len() > 1 {
                 self.merge(st, &path, horizon)?;
             }
@@ -791,6 +797,20 @@ impl BtreeTable {
     /// Drops the versions of a leaf that no reader can see (`Horizon`), and
     /// frees their overflow runs.
     fn prune(&self, st: &mut TreeState, p: &mut [u8], horizon: &Horizon) {
+        self.prune_after(st, p, horizon, None);
+    }
+
+    /// `prune`, for a leaf whose first versions go on from the previous
+    /// leaf, where `newer` is the (user key, seqno) of the last version
+    /// there: the first group's newest version is then weighed against it
+    /// instead of being kept as the newest.
+    fn prune_after(
+        &self,
+        st: &mut TreeState,
+        p: &mut [u8],
+        horizon: &Horizon,
+        newer_before: Option<(&[u8], u64)>,
+    ) {
         let n = page::count(p);
         let mut keep = vec![true; n];
         let mut i = 0;
@@ -801,7 +821,10 @@ impl BtreeTable {
                 j += 1;
             }
             // Versions i..j, newest first.
-            let mut newer = u64::MAX;
+            let mut newer = match newer_before {
+                Some((k, seqno)) if i == 0 && k == uk.as_slice() => seqno,
+                _ => u64::MAX,
+            };
             for (v, slot) in keep.iter_mut().enumerate().take(j).skip(i) {
                 let seqno = ParsedKey::parse(page::ikey(p, v)).map_or(u64::MAX, |k| k.seqno);
                 *slot = horizon.needed(seqno, newer);
@@ -840,6 +863,53 @@ impl BtreeTable {
             }
         }
         page::rebuild(p, &cells);
+    }
+
+    /// A key whose versions fill more than a leaf goes on in the next
+    /// leaves, which writes to the key never reach: after a write to it,
+    /// prune those leaves too, one after the other, each weighed against
+    /// the last version before it. `seqno` is the last version in the
+    /// leaf just written.
+    fn prune_continuation(
+        &self,
+        st: &mut TreeState,
+        user_key: &[u8],
+        mut seqno: u64,
+        horizon: &Horizon,
+    ) -> Result<()> {
+        // Bounded: each step moves to an older version; a key has at most
+        // as many leaves of versions as there are live snapshots to pin them.
+        for _ in 0..1024 {
+            if seqno == 0 {
+                break;
+            }
+            let target = internal_key(user_key, seqno - 1, KIND_SEEK);
+            let path = self.write_path(st, &target, horizon)?;
+            let Some((leaf, _)) = path.last() else {
+                break;
+            };
+            let mut g = leaf.write();
+            let first = (page::count(&g.image) > 0)
+                .then(|| ParsedKey::parse(page::ikey(&g.image, 0)))
+                .flatten();
+            if !first.is_some_and(|k| k.user_key == user_key && k.seqno < seqno) {
+                break;
+            }
+            // Where this leaf's versions end, before pruning may empty it.
+            let last = last_version(&g.image);
+            self.prune_after(st, &mut g.image, horizon, Some((user_key, seqno)));
+            g.dirty.store(true, Ordering::Release);
+            let small = page::used(&g.image) < g.image.len() / 4;
+            drop(g);
+            if small && path.len() > 1 {
+                self.merge(st, &path, horizon)?;
+            }
+            match last {
+                Some((k, s)) if k.as_slice() == user_key && s < seqno => seqno = s,
+                _ => break,
+            }
+        }
+        Ok(())
     }
 
     fn release_value(&self, st: &mut TreeState, v: Value<'_>) {
@@ -1252,6 +1322,13 @@ pub(crate) enum Lookup {
     /// The key's versions go on in the next leaf: read it with an iterator
     /// at this seqno under a registered snapshot.
     Continue(u64),
+}
+
+/// The user key and seqno of a leaf's last cell.
+fn last_version(p: &[u8]) -> Option<(Vec<u8>, u64)> {
+    let n = page::count(p);
+    let k = ParsedKey::parse(page::ikey(p, n.checked_sub(1)?))?;
+    Some((k.user_key.to_vec(), k.seqno))
 }
 
 /// The key of a raw cell.
