@@ -281,6 +281,16 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     }
 }
 
+/// Whether a B-tree table's checkpoint is so far behind (four times
+/// `checkpoint_wal_bytes` of log) that writers to it do it themselves.
+pub(crate) fn checkpoint_overdue(db: &DbInner, t: &BtreeTable) -> bool {
+    let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
+    !t.dropped.load(Ordering::Acquire)
+        && t.has_changes()
+        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire))
+            >= db.options.checkpoint_wal_bytes.saturating_mul(4)
+}
+
 /// Checkpoints a B-tree table in this thread (see `BtreeTable::checkpoint`);
 /// returns the bytes written. Writers are held back by the commit lock only
 /// while the checkpoint freezes the tree.
