@@ -350,10 +350,13 @@ impl BtreeTable {
             seqno,
             ..Checkpoint::default()
         };
+        // Generation 1 in slot 1 (the slot is the generation's parity), so
+        // that the first checkpoint writes slot 0 and a torn write of it
+        // falls back to this one.
         let mut slot = c.encode(options.page_size, id);
         slot.resize(options.page_size, 0);
-        file.write_at(0, &slot)?;
-        file.write_at(options.page_size as u64, &vec![0; options.page_size])?;
+        file.write_at(0, &vec![0; options.page_size])?;
+        file.write_at(options.page_size as u64, &slot)?;
         file.sync()
     }
 
@@ -912,6 +915,18 @@ impl BtreeTable {
         Ok(())
     }
 
+    /// Frees a page the tree no longer uses. Its cached frame is dropped
+    /// only if it was allocated since the freeze: a page of the frozen image
+    /// may be dirty and not yet written by the running checkpoint, which
+    /// finds it in the cache (it leaves the cache once the checkpoint is
+    /// durable and the page is reused).
+    fn forget_page(&self, st: &mut TreeState, pgno: u64) {
+        if st.fresh.contains(&pgno) {
+            self.cache.remove(&(self.file.owner, pgno));
+        }
+        st.release(pgno, 1);
+    }
+
     fn release_value(&self, st: &mut TreeState, v: Value<'_>) {
         if let Value::Overflow { first, pages, .. } = v {
             st.release(first, u64::from(pages));
@@ -1069,8 +1084,7 @@ impl BtreeTable {
         page::remove(&mut pg.image, left_pos);
         pg.dirty.store(true, Ordering::Release);
         drop(rg);
-        self.cache.remove(&(self.file.owner, right_pgno));
-        st.release(right_pgno, 1);
+        self.forget_page(st, right_pgno);
         // A root branch with a single child is replaced by that child.
         let collapse = match guards.first() {
             Some(rootg)
@@ -1086,8 +1100,7 @@ impl BtreeTable {
                 pgno: child,
                 height: root.height - 1,
             };
-            self.cache.remove(&(self.file.owner, old));
-            st.release(old, 1);
+            self.forget_page(st, old);
         }
         Ok(())
     }
@@ -1211,9 +1224,10 @@ impl BtreeTable {
         }
         *durable = c;
         self.persisted_seqno.fetch_max(c.seqno, Ordering::AcqRel);
-        let bytes = (written + 1) * self.file.page_size as u64;
+        let pages = written + u64::from(c.free_map_pages);
+        let bytes = pages * self.file.page_size as u64 + HEADER_BYTES as u64;
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-        self.counters.pages.fetch_add(written, Ordering::Relaxed);
+        self.counters.pages.fetch_add(pages, Ordering::Relaxed);
         self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.counters
             .micros
@@ -1224,6 +1238,20 @@ impl BtreeTable {
     /// Holds back checkpoints (for dropping the table).
     pub(crate) fn lock_checkpoints(&self) -> parking_lot::MutexGuard<'_, Checkpoint> {
         self.ckpt.lock()
+    }
+
+    /// When the table has not changed since its last checkpoint and none
+    /// is running, its image holds everything up to `visible` (read by the
+    /// caller before this call), so the log before that is not needed for
+    /// it: moves the persisted seqno there, in memory only (after a crash,
+    /// replay finds nothing of this table past the durable seqno).
+    pub(crate) fn mark_clean_upto(&self, visible: u64) {
+        if let Some(_durable) = self.ckpt.try_lock() {
+            // A change is counted before its seqno becomes visible.
+            if self.changes.load(Ordering::Acquire) == 0 {
+                self.persisted_seqno.fetch_max(visible, Ordering::AcqRel);
+            }
+        }
     }
 
     /// Whether the table has changed since its last checkpoint.
@@ -1239,7 +1267,7 @@ impl BtreeTable {
             BtreeShape {
                 height: root.height,
                 file_bytes: st.page_count * self.file.page_size as u64,
-                free_pages: st.free_pages() + st.free_map.1,
+                free_pages: st.free_pages(),
                 page_size: self.file.page_size as u64,
                 ..BtreeShape::default()
             }
@@ -1285,7 +1313,7 @@ impl BtreeTable {
     pub(crate) fn quick_shape(&self) -> (u32, u64, u64) {
         let st = self.tree.lock();
         let root = *self.root.read();
-        (root.height, st.page_count, st.free_pages() + st.free_map.1)
+        (root.height, st.page_count, st.free_pages())
     }
 }
 

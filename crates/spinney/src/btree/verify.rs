@@ -150,24 +150,27 @@ fn verify_image(file: &PageFile, c: &Checkpoint) -> Result<u64> {
 /// taken from the header itself.
 fn read_header(fs: &dyn Fs, path: &Path) -> Result<(PageFile, Checkpoint)> {
     let file = fs.open_paged(path, false)?;
-    let mut head = vec![0u8; HEADER_BYTES];
-    let n = file.read_at(0, &mut head)?;
-    let page_size = page::u32_at(&head, 12) as usize;
-    let table_id = page::u32_at(&head, 16);
-    if n < HEADER_BYTES || !(512..=1 << 20).contains(&page_size) {
-        return Err(Error::corruption(path, 0, "not a B-tree file header"));
-    }
-    let mut best: Option<Checkpoint> = None;
-    for slot in 0..2u64 {
-        let mut b = vec![0u8; HEADER_BYTES];
-        let n = file.read_at(slot * page_size as u64, &mut b)?;
-        if let Ok(c) = Checkpoint::decode(b.get(..n).unwrap_or(&[]), page_size, table_id) {
-            if best.is_none_or(|b| c.generation > b.generation) {
-                best = Some(c);
+    // The page size and table id come from whichever slot is valid: slot 0
+    // is at offset 0, slot 1 one page in, for each possible page size.
+    let mut best: Option<(Checkpoint, usize)> = None;
+    for page_size in (12..=15).map(|bits| 1usize << bits) {
+        for slot in 0..2u64 {
+            let mut b = vec![0u8; HEADER_BYTES];
+            let n = file.read_at(slot * page_size as u64, &mut b)?;
+            let b = b.get(..n).unwrap_or(&[]);
+            let (size, table_id) = (page::u32_at(b, 12) as usize, page::u32_at(b, 16));
+            if size != page_size {
+                continue;
+            }
+            if let Ok(c) = Checkpoint::decode(b, page_size, table_id) {
+                if best.is_none_or(|(b, _)| c.generation > b.generation) {
+                    best = Some((c, page_size));
+                }
             }
         }
     }
-    let c = best.ok_or_else(|| Error::corruption(path, 0, "no valid checkpoint header"))?;
+    let (c, page_size) =
+        best.ok_or_else(|| Error::corruption(path, 0, "no valid checkpoint header"))?;
     let pf = PageFile {
         file,
         page_size,

@@ -729,6 +729,7 @@ fn delete_obsolete_wal(db: &DbInner) {
         }
     }
     for t in db.btrees() {
+        t.mark_clean_upto(visible);
         keep_from = keep_from.min(t.persisted_seqno.load(Ordering::Acquire) + 1);
     }
     let obsolete: Vec<u64> = {
