@@ -22,7 +22,8 @@ struct Cli {
     /// Keys and values are hexadecimal, on input and output.
     #[arg(long, global = true)]
     hex: bool,
-    /// Background threads for flushes and compactions (0: the writer does the work).
+    /// Background threads for flushes, compactions and checkpoints (0: the
+    /// writer does the work).
     #[arg(long, global = true, default_value_t = 2)]
     background_threads: usize,
     /// Block cache size in bytes.
@@ -85,6 +86,10 @@ enum Command {
         /// levels from the last one up.
         #[arg(long)]
         static_levels: bool,
+        /// B-tree page size in bytes: a power of two from 4096 to 32768
+        /// (default 8192). A user key may be up to about a quarter of it.
+        #[arg(long)]
+        page_size: Option<usize>,
     },
     /// List the tables.
     Tables,
@@ -117,9 +122,19 @@ enum Command {
         limit: Option<u64>,
     },
     /// Write `count` sample entries (16-byte keys key0000000000001 ...) and
-    /// read them back; prints the rates and the peak resident memory.
+    /// read them back; prints the rates and the peak resident memory. The
+    /// table is created if it does not exist (an LSM table unless `--kind
+    /// btree`).
     Load {
         table: String,
+        /// The kind of table to create if it does not exist; an existing
+        /// table of another kind is an error.
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// B-tree page size of a table created here (see `create`); an
+        /// existing B-tree table with other pages is an error.
+        #[arg(long)]
+        page_size: Option<usize>,
         #[arg(long, default_value_t = 100_000)]
         count: u64,
         #[arg(long, default_value_t = 100)]
@@ -131,8 +146,12 @@ enum Command {
         #[arg(long)]
         stats: bool,
     },
-    /// Flush every table's memtables to files.
+    /// Flush every LSM table's memtables to files and checkpoint every
+    /// B-tree table.
     Flush,
+    /// Checkpoint every B-tree table: write its changed pages and make the
+    /// new image durable, so the log before it is no longer needed.
+    Checkpoint,
     /// Compact a level into the one below it, or everything into the last level.
     #[command(group(clap::ArgGroup::new("which").required(true).args(["level", "all"])))]
     Compact {
@@ -144,23 +163,30 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Print a table's shape: memtables, L0 runs, each level's files and bytes.
+    /// Print a table's shape: memtables, L0 runs, each level's files and
+    /// bytes; for a B-tree table its height, pages, entries, fill and file
+    /// size.
     Shape {
         table: String,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
-    /// Read and check every file; exit non-zero on corruption.
+    /// Read and check every file (SSTs, and the durable image of every B-tree
+    /// table); exit non-zero on corruption.
     Verify,
     /// Print counters, and per table the level table (files, bytes, score,
-    /// compaction reads and writes, write amplification) and bloom figures.
+    /// compaction reads and writes, write amplification) and bloom figures;
+    /// for a B-tree table its pages, page reads and writes, evictions and
+    /// checkpoints.
     Stats {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Decode any spinney file (SST, WAL segment, MANIFEST, CURRENT).
+    /// Decode any spinney file (SST, B-tree file, WAL segment, MANIFEST,
+    /// CURRENT). A B-tree file is checked too: its last line says whether
+    /// its image verifies.
     Dump { file: PathBuf },
 }
 
@@ -252,12 +278,39 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
     })
 }
 
+/// Per B-tree table: (checkpoints, pages they wrote), from the stats.
+fn checkpoint_figures(db: &Db) -> std::collections::BTreeMap<String, (u64, u64)> {
+    db.stats()
+        .tables
+        .into_iter()
+        .filter_map(|t| {
+            let b = t.btree?;
+            Some((t.name, (b.checkpoints, b.checkpoint_pages)))
+        })
+        .collect()
+}
+
+fn kind_of(kind: KindArg) -> TableKind {
+    match kind {
+        KindArg::Lsm => TableKind::Lsm,
+        KindArg::Btree => TableKind::Btree,
+    }
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     let hex = cli.hex;
     if let Command::Dump { file } = &cli.command {
         let stdout = io::stdout();
         let mut out = stdout.lock();
-        return spinney::dump(file, &mut out).map_err(Failure::from);
+        return match spinney::dump(file, &mut out) {
+            // A closed pipe (`spinney dump F | head`) ends the output quietly.
+            Err(spinney::Error::Io { source, .. })
+                if source.kind() == io::ErrorKind::BrokenPipe =>
+            {
+                Ok(())
+            }
+            other => other.map_err(Failure::from),
+        };
     }
     let Some(dir) = cli.db else {
         return Err(Failure::Usage(
@@ -287,6 +340,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             fanout,
             target_file_size,
             static_levels,
+            page_size,
         } => {
             let mut c = match compaction {
                 CompactionArg::Leveled => CompactionOptions::leveled(),
@@ -297,10 +351,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             c.target_file_size = target_file_size;
             c.dynamic_level_bytes = !static_levels;
             let options = TableOptions {
-                kind: match kind {
-                    KindArg::Lsm => TableKind::Lsm,
-                    KindArg::Btree => TableKind::Btree,
-                },
+                kind: kind_of(kind),
                 compression: match compression {
                     CompressionArg::None => Compression::None,
                     CompressionArg::Lz4 => Compression::Lz4,
@@ -310,13 +361,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 block_size,
                 write_buffer_size,
                 compaction: c,
-                ..TableOptions::default()
+                page_size: page_size.unwrap_or(TableOptions::default().page_size),
             };
             db.create_table(&table, options)?;
         }
         Command::Tables => {
             for t in db.tables() {
                 let o = &t.options;
+                if o.kind == TableKind::Btree {
+                    // The LSM options (filter, blocks, memtable) do not apply.
+                    write_out(
+                        &mut out,
+                        format_args!(
+                            "{}\t{}\tcompression={} page_size={} max_key_len={}\n",
+                            t.name,
+                            o.kind.name(),
+                            o.compression.name(),
+                            o.page_size,
+                            o.max_key_len()
+                        ),
+                    )?;
+                    continue;
+                }
                 write_out(
                     &mut out,
                     format_args!(
@@ -391,12 +457,46 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Load {
             table,
+            kind,
+            page_size,
             count,
             value_size,
             random,
             stats,
         } => {
-            let t = db.open_table(&table, TableOptions::default())?;
+            let t = match db.table(&table) {
+                Ok(t) => {
+                    if let Some(k) = kind.map(kind_of).filter(|&k| k != t.options().kind) {
+                        return Err(Failure::Usage(format!(
+                            "table {table:?} exists and is a {} table, not {}",
+                            t.options().kind.name(),
+                            k.name()
+                        )));
+                    }
+                    let existing = t.options();
+                    if let Some(size) = page_size
+                        .filter(|&s| existing.kind == TableKind::Btree && s != existing.page_size)
+                    {
+                        return Err(Failure::Usage(format!(
+                            "table {table:?} exists with {}-byte pages, not {size}",
+                            existing.page_size
+                        )));
+                    }
+                    t
+                }
+                Err(spinney::Error::NoSuchTable(_)) => {
+                    let defaults = TableOptions::default();
+                    db.create_table(
+                        &table,
+                        TableOptions {
+                            kind: kind.map_or(defaults.kind, kind_of),
+                            page_size: page_size.unwrap_or(defaults.page_size),
+                            ..defaults
+                        },
+                    )?
+                }
+                Err(e) => return Err(e.into()),
+            };
             // Random order: a fixed permutation of 0..count (i * step + 1 mod
             // count, with step coprime to count), so every key is written once.
             let step = (0x9E37_79B9_7F4A_7C15u64 % count.max(1)..)
@@ -456,6 +556,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Flush => db.flush()?,
+        Command::Checkpoint => {
+            let before = checkpoint_figures(&db);
+            db.checkpoint()?;
+            let after = checkpoint_figures(&db);
+            if after.is_empty() {
+                write_out(&mut out, format_args!("no B-tree tables\n"))?;
+            }
+            for (name, &(count, pages)) in &after {
+                let (count0, pages0) = before.get(name).copied().unwrap_or_default();
+                let note = if count > count0 {
+                    format!("{} pages written", pages.saturating_sub(pages0))
+                } else {
+                    "up to date, nothing written".to_string()
+                };
+                write_out(&mut out, format_args!("checkpoint {name}: {note}\n"))?;
+            }
+        }
         Command::Compact { table, level, all } => {
             let t = db.table(&table)?;
             match (level, all) {

@@ -46,9 +46,27 @@ fn exit_codes_tell_absent_from_usage_from_errors() {
         spinney(&db, &["--hex", "get", "t", "zz"]).status.code(),
         Some(2)
     );
-    assert!(spinney(&db, &["create", "b", "--kind", "btree"])
-        .status
-        .success());
+    // A page size the engine refuses: its reason, exit 3, for either kind.
+    for (kind, size) in [("btree", "5000"), ("btree", "2048"), ("lsm", "65536")] {
+        let bad = spinney(&db, &["create", "p", "--kind", kind, "--page-size", size]);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(3), "{kind} {size}: {err}");
+        assert!(
+            err.contains(&format!(
+                "page_size {size} is not a power of two in 4096..=32768"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Not a number at all: a usage error of the command line.
+    assert_eq!(
+        spinney(&db, &["create", "p", "--page-size", "big"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert!(!ok(&db, &["tables"]).contains("p\t"));
     // Commands other than create and load do not create a database.
     assert_eq!(
         spinney(&dir.path().join("nothing"), &["tables"])
@@ -247,5 +265,267 @@ fn compact_and_shape_follow_a_tiered_table_from_l0_to_the_last_level() {
         String::from_utf8_lossy(&last.stderr).contains("level 6"),
         "{}",
         String::from_utf8_lossy(&last.stderr)
+    );
+}
+
+/// The `.btree` files of a database directory.
+fn btree_files(db: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(db)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "btree"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn dump(file: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spinney"))
+        .arg("dump")
+        .arg(file)
+        .output()
+        .expect("dump")
+}
+
+#[test]
+fn btree_tables_are_created_loaded_read_and_described() {
+    // Goal: every command a user reaches for works on a B-tree table and
+    // says what the user needs: create with a page size, tables (kind, page
+    // size, key limit), put/get/delete/scan, load (creating the table with
+    // --kind/--page-size), shape and stats in text and JSON, checkpoint.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("x");
+    ok(
+        &db,
+        &["create", "b", "--kind", "btree", "--page-size", "4096"],
+    );
+    ok(&db, &["create", "l"]);
+    let tables = ok(&db, &["tables"]);
+    let line = tables
+        .lines()
+        .find(|l| l.starts_with("b\t"))
+        .unwrap_or_else(|| panic!("no line for b in:\n{tables}"));
+    let limit: usize = line
+        .strip_prefix("b\tbtree\tcompression=none page_size=4096 max_key_len=")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    assert!((512..=1024).contains(&limit), "{line:?}");
+    assert!(
+        tables.contains("l\tlsm\tcompression=none bloom_bits=10"),
+        "{tables}"
+    );
+
+    // Reads and writes.
+    for k in ["c", "a", "b", "d"] {
+        ok(&db, &["put", "b", k, &k.to_uppercase()]);
+    }
+    ok(&db, &["delete", "b", "b"]);
+    assert_eq!(ok(&db, &["get", "b", "a"]), "A\n");
+    assert_eq!(spinney(&db, &["get", "b", "b"]).status.code(), Some(1));
+    assert_eq!(ok(&db, &["scan", "b"]), "a\tA\nc\tC\nd\tD\n");
+    assert_eq!(
+        ok(&db, &["scan", "b", "--reverse", "--limit", "2"]),
+        "d\tD\nc\tC\n"
+    );
+    // The key limit is the table's: one byte more is refused, with it.
+    ok(&db, &["put", "b", &"k".repeat(limit), "v"]);
+    let long = spinney(&db, &["put", "b", &"k".repeat(limit + 1), "v"]);
+    let err = String::from_utf8_lossy(&long.stderr);
+    assert_eq!(long.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("limit of {limit} bytes")), "{err}");
+    ok(&db, &["delete", "b", &"k".repeat(limit)]);
+
+    // load into the existing table (its kind given or not), and into a new
+    // one it creates with the kind and page size asked for.
+    let loaded = ok(&db, &["load", "b", "--kind", "btree", "--count", "3000"]);
+    assert!(loaded.contains("read back 3000 of 3000"), "{loaded}");
+    assert!(loaded.contains("a scan sees 3003"), "{loaded}");
+    let loaded = ok(
+        &db,
+        &[
+            "load",
+            "n",
+            "--kind",
+            "btree",
+            "--page-size",
+            "16384",
+            "--count",
+            "2000",
+            "--random",
+        ],
+    );
+    assert!(loaded.contains("read back 2000 of 2000"), "{loaded}");
+    assert!(
+        ok(&db, &["tables"]).contains("n\tbtree\tcompression=none page_size=16384 max_key_len="),
+        "{}",
+        ok(&db, &["tables"])
+    );
+    let wrong = spinney(&db, &["load", "b", "--kind", "lsm", "--count", "10"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("is a btree table, not lsm"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+    let other = spinney(&db, &["load", "n", "--page-size", "4096", "--count", "10"]);
+    assert_eq!(other.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("exists with 16384-byte pages, not 4096"),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    assert_eq!(ok(&db, &["scan", "n"]).lines().count(), 2000);
+
+    // shape, as text and as JSON.
+    let text = ok(&db, &["shape", "b"]);
+    for word in [
+        "B-tree", "height", "leaf", "branch", "overflow", "free", "entries", "fill", "file",
+    ] {
+        assert!(text.contains(word), "{word:?} missing in:\n{text}");
+    }
+    let shape = shape_json(&db, "b");
+    let b = &shape["btree"];
+    assert!(b["height"].as_u64() >= Some(2), "{shape}");
+    assert!(b["leaf_pages"].as_u64() > Some(1), "{shape}");
+    assert!(b["branch_pages"].as_u64() >= Some(1), "{shape}");
+    assert!(b["entries"].as_u64() >= Some(3003), "{shape}");
+    assert_eq!(b["page_size"].as_u64(), Some(4096), "{shape}");
+    let fill = b["fill"].as_f64().expect("fill is a number");
+    assert!(fill > 0.0 && fill <= 1.0, "{shape}");
+    let bytes = b["file_bytes"].as_u64().expect("file_bytes is a number");
+    assert!(bytes > 3000 * 100 && bytes.is_multiple_of(4096), "{shape}");
+    assert_eq!(shape["levels"].as_array().map(Vec::len), Some(0), "{shape}");
+    assert_eq!(
+        shape_json(&db, "l")["btree"],
+        serde_json::Value::Null,
+        "an LSM table has no B-tree shape"
+    );
+
+    // checkpoint: every B-tree table, one line each. (Opening the database
+    // already checkpointed what its log replayed.)
+    let out = ok(&db, &["checkpoint"]);
+    assert!(out.contains("checkpoint b: "), "{out}");
+    assert!(out.contains("checkpoint n: "), "{out}");
+    assert!(!out.contains("checkpoint l:"), "{out}");
+    let empty = tempfile::tempdir().expect("tempdir");
+    assert_eq!(
+        ok(&empty.path().join("y"), &["create", "t"]),
+        "",
+        "create prints nothing"
+    );
+    assert_eq!(
+        ok(&empty.path().join("y"), &["checkpoint"]),
+        "no B-tree tables\n"
+    );
+    ok(&db, &["flush"]);
+
+    // stats, as text and as JSON.
+    let text = ok(&db, &["stats"]);
+    assert!(text.contains("table b (B-tree)"), "{text}");
+    assert!(text.contains("pages of 4096 bytes"), "{text}");
+    assert!(text.contains("checkpoints:"), "{text}");
+    assert!(text.contains("table l ("), "{text}");
+    let text = ok(&db, &["stats", "--json"]);
+    let stats: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("stats --json: {e}: {text}"));
+    let tables = stats["tables"].as_array().expect("tables is an array");
+    let b = tables
+        .iter()
+        .find(|t| t["name"] == "b")
+        .unwrap_or_else(|| panic!("no table b in {stats}"));
+    assert_eq!(b["kind"], "btree", "{stats}");
+    assert_eq!(b["btree"]["page_size"].as_u64(), Some(4096), "{stats}");
+    assert!(b["btree"]["height"].as_u64() >= Some(2), "{stats}");
+    assert!(b["btree"]["file_pages"].as_u64() > Some(2), "{stats}");
+    let l = tables.iter().find(|t| t["name"] == "l").expect("table l");
+    assert_eq!(l["kind"], "lsm", "{stats}");
+    assert_eq!(l["btree"], serde_json::Value::Null, "{stats}");
+}
+
+#[test]
+fn dump_and_verify_read_btree_files_and_find_a_damaged_page() {
+    // Goal: `dump FILE.btree` prints the header, the pages and a verify
+    // line; `verify` covers B-tree tables and fails, naming the file, when
+    // a page of one is damaged.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("x");
+    ok(
+        &db,
+        &[
+            "load",
+            "b",
+            "--kind",
+            "btree",
+            "--page-size",
+            "4096",
+            "--count",
+            "2000",
+        ],
+    );
+    ok(&db, &["load", "l", "--count", "100"]);
+    let verify = ok(&db, &["verify"]);
+    assert!(verify.starts_with("ok: "), "{verify}");
+    assert!(verify.contains("in 2 tables checked"), "{verify}");
+    let entries: u64 = verify
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{verify}"));
+    assert!(entries >= 2100, "{verify}");
+
+    let files = btree_files(&db);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = &files[0];
+    let out = dump(file);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap_or_default();
+    for part in [
+        "B-tree file",
+        "page size 4096",
+        "checkpoint",
+        "root page",
+        "height",
+        "free map",
+    ] {
+        assert!(first.contains(part), "{part:?} missing in {first:?}");
+    }
+    assert!(text.contains(" branch "), "{text}");
+    assert!(text.contains("\"key0000000001999\" @"), "{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("verified: 2000 versions, every page used once"),
+        "{last}"
+    );
+
+    // Damage one leaf page: verify and dump both fail, naming the file.
+    let leaf: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("page ")?.split_once(" leaf "))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no leaf page in:\n{text}"));
+    let mut bytes = std::fs::read(file).expect("read");
+    let at = (leaf * 4096 + 2048) as usize;
+    bytes[at] ^= 0xFF;
+    std::fs::write(file, bytes).expect("write");
+    let name = file.file_name().and_then(|n| n.to_str()).expect("name");
+    let out = spinney(&db, &["verify"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(name) && err.contains(&format!("page {leaf}")),
+        "{err}"
+    );
+    let out = dump(file);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("page {leaf}: checksum mismatch")),
+        "{err}"
     );
 }
