@@ -925,6 +925,10 @@ fn background_threads_checkpoint_a_btree_only_database() {
     // background threads and no LSM table, one must run.
     let fs = FaultFs::new();
     let (db, tables) = open_busy(&fs, Durability::Normal, false);
+    // Let the threads start and wait for work: a thread whose first look
+    // for work comes after the writes finds the checkpoint due without
+    // being woken, which hides the bug.
+    std::thread::sleep(Duration::from_millis(100));
     for b in batches(&load(51, 300, 1)) {
         db.write(write_batch(&tables, &b)).expect("write");
     }
