@@ -637,6 +637,33 @@ impl BtreeTable {
         horizon: &Horizon,
     ) -> Result<()> {
         self.check_failed()?;
+        // A failed entry may leave part of its batch in the pages, or pages
+        // allocated and never used (a failed overflow write): the tree no
+        // longer matches its page accounting. Mark the table failed, so
+        // that no checkpoint (one waiting for the commit lock included)
+        // writes that state as an image; the log replays it at reopen.
+        self.apply_entry(st, seqno, kind, user_key, value, horizon)
+            .inspect_err(|e| self.fail(&format!("applying a write failed: {e}")))
+    }
+
+    /// Records why the table takes no more writes or checkpoints (the
+    /// first reason is kept).
+    fn fail(&self, reason: &str) {
+        let mut failed = self.file.failed.lock();
+        if failed.is_none() {
+            *failed = Some(reason.to_string());
+        }
+    }
+
+    fn apply_entry(
+        &self,
+        st: &mut TreeState,
+        seqno: u64,
+        kind: Kind,
+        user_key: &[u8],
+        value: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
         self.changes.fetch_add(1, Ordering::Relaxed);
         let ik = internal_key(user_key, seqno, kind);
         let inline = page::leaf_cell(&ik, Value::Inline(value));
@@ -938,7 +965,7 @@ impl BtreeTable {
         let chunk = self.file.image_len() - page::HEADER;
         let pages = value.len().div_ceil(chunk).max(1);
         let first = st.alloc(pages as u64);
-        write_run(&self.file, first, value, page::KIND_OVERFLOW)?;
+        write_run(&self.file, first, value, page::KIND_OVERFLOW, pages as u64)?;
         Ok((first, pages as u32))
     }
 
@@ -1122,6 +1149,9 @@ impl BtreeTable {
         let (frozen, c, blob) = {
             let (guard, seqno, wal_bytes) = hold_writers();
             let mut st = self.tree.lock();
+            // Again under the commit lock: a commit that failed while this
+            // checkpoint waited for it may have left part of a batch.
+            self.check_failed()?;
             if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() {
                 self.persisted_seqno.fetch_max(seqno, Ordering::AcqRel);
                 self.wal_bytes_at_checkpoint
@@ -1188,29 +1218,17 @@ impl BtreeTable {
             drop(guard);
             (frozen, c, blob)
         };
-        let mut written = 0u64;
-        for pgno in frozen {
-            let Some(frame) = self.cache.get_page(&(self.file.owner, pgno)) else {
-                // Not cached: evicted, so written; or an overflow page,
-                // written when its value was added.
-                continue;
-            };
-            let g = frame.read();
-            if g.dirty.load(Ordering::Acquire) {
-                self.file.write_page(pgno, &g.image)?;
-                g.dirty.store(false, Ordering::Release);
-                written += 1;
-            }
-        }
-        write_run(&self.file, c.free_map_first, &blob, page::KIND_FREE_MAP)?;
-        self.file.file.sync()?;
-        sync_log(c.seqno)?;
-        let slot = c.generation % 2;
-        self.file.file.write_at(
-            slot * self.file.page_size as u64,
-            &c.encode(self.file.page_size, self.id),
-        )?;
-        self.file.file.sync()?;
+        // A checkpoint that fails after the freeze leaves the in-memory
+        // state ahead of the file: the fresh set and the changes were taken
+        // into the failed image, its retired pages moved to limbo, and its
+        // free map allocated. A later checkpoint would write an image that
+        // misses the failed one's unwritten pages and leaks its limbo, or
+        // (finding no change) report the unwritten image durable. So the
+        // table is marked failed: later checkpoints and writes of it are
+        // refused, and reopening recovers from the durable image and the log.
+        let written = self
+            .write_image(frozen, &c, &blob, sync_log)
+            .inspect_err(|e| self.fail(&format!("a checkpoint failed: {e}")))?;
         // Durable: what only older images used is free now.
         {
             let mut st = self.tree.lock();
@@ -1233,6 +1251,48 @@ impl BtreeTable {
             .micros
             .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         Ok(written.max(1))
+    }
+
+    /// The file operations of a checkpoint: the frozen dirty pages, the
+    /// free map, a sync, the log's sync up to the image's seqno, the header
+    /// slot, a sync. Returns the pages written.
+    fn write_image(
+        &self,
+        frozen: HashSet<u64>,
+        c: &Checkpoint,
+        blob: &[u8],
+        sync_log: impl FnOnce(u64) -> Result<()>,
+    ) -> Result<u64> {
+        let mut written = 0u64;
+        for pgno in frozen {
+            let Some(frame) = self.cache.get_page(&(self.file.owner, pgno)) else {
+                // Not cached: evicted, so written; or an overflow page,
+                // written when its value was added.
+                continue;
+            };
+            let g = frame.read();
+            if g.dirty.load(Ordering::Acquire) {
+                self.file.write_page(pgno, &g.image)?;
+                g.dirty.store(false, Ordering::Release);
+                written += 1;
+            }
+        }
+        write_run(
+            &self.file,
+            c.free_map_first,
+            blob,
+            page::KIND_FREE_MAP,
+            u64::from(c.free_map_pages),
+        )?;
+        self.file.file.sync()?;
+        sync_log(c.seqno)?;
+        let slot = c.generation % 2;
+        self.file.file.write_at(
+            slot * self.file.page_size as u64,
+            &c.encode(self.file.page_size, self.id),
+        )?;
+        self.file.file.sync()?;
+        Ok(written)
     }
 
     /// Holds back checkpoints (for dropping the table).
@@ -1418,10 +1478,16 @@ fn separator(last: &[u8], first: &[u8]) -> Vec<u8> {
 }
 
 /// Writes `data` as a run of pages of `kind` starting at `first`, one
-/// checksummed page per chunk, in one write.
-fn write_run(file: &PageFile, first: u64, data: &[u8], kind: u8) -> Result<()> {
+/// checksummed page per chunk, and empty pages of `kind` up to `pages` in
+/// all. The run is read back whole (`read_run` checks every page's kind), and
+/// a free map's run can be larger than its data needs: the run is sized
+/// before it is allocated, and allocating it can take a whole free extent
+/// off the list. Writing only the pages the data needs left the last page
+/// of such a run with whatever the file held there, and the image failed
+/// `verify` and could not be opened.
+fn write_run(file: &PageFile, first: u64, data: &[u8], kind: u8, pages: u64) -> Result<()> {
     let chunk = file.image_len() - page::HEADER;
-    let pages = data.len().div_ceil(chunk).max(1);
+    let pages = (data.len().div_ceil(chunk) as u64).max(pages).max(1) as usize;
     for i in 0..pages {
         let mut image = vec![0u8; file.image_len()];
         page::init(&mut image, kind, 0);
