@@ -863,7 +863,7 @@ fn crashes_under_a_load_with_background_checkpoints_keep_every_acknowledged_full
         seed: 31,
         durability: Durability::Full,
         mixed: false,
-        driver: true,
+        driver: false,
         steps: 360,
         points: 60,
     });
@@ -881,7 +881,7 @@ fn crashes_under_a_load_with_background_checkpoints_recover_a_prefix_normal_and_
             seed,
             durability,
             mixed: false,
-            driver: true,
+            driver: false,
             steps: 360,
             points: 40,
         });
@@ -916,9 +916,6 @@ fn a_mixed_database_recovers_the_same_prefix_in_its_lsm_and_btree_tables() {
 }
 
 #[test]
-#[ignore = "engine bug: in a database of B-tree tables only, nothing wakes the background \
-            threads when a checkpoint falls due (only LSM memtable freezes and finished jobs \
-            notify bg_work), so no background checkpoint ever runs and the log grows"]
 fn background_threads_checkpoint_a_btree_only_database() {
     // Goal: `Options::checkpoint_wal_bytes` promises a background
     // checkpoint of a B-tree table every so many bytes of log; with two

@@ -59,7 +59,7 @@ impl Job {
 
 /// Whether a B-tree table is due for a background checkpoint: it changed,
 /// and `checkpoint_wal_bytes` of log were written since its last one.
-fn checkpoint_due(db: &DbInner, t: &BtreeTable) -> bool {
+pub(crate) fn checkpoint_due(db: &DbInner, t: &BtreeTable) -> bool {
     let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
     !t.dropped.load(Ordering::Acquire)
         && t.has_changes()

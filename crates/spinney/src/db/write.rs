@@ -272,6 +272,13 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         }
     }
     drop(writers);
+    // Wake the workers for a checkpoint that fell due (nothing else wakes
+    // them in a database of B-tree tables only). A wake-up lost to a worker
+    // about to wait is repeated by the next commit while the checkpoint
+    // stays due.
+    if db.options.background_threads > 0 && btrees.iter().any(|t| work::checkpoint_due(db, t)) {
+        db.bg_work.notify_all();
+    }
     if let Err(e) = applied {
         // The log holds the group; the tables may hold part of it. Reads
         // never see it (it is not published), and the next open replays it.
