@@ -185,6 +185,9 @@ pub(crate) struct TreeState {
     /// Pages retired before the last freeze, waiting for that checkpoint to
     /// be durable.
     limbo: Vec<(u64, u64)>,
+    /// Pages free in the durable image that a descent begun before they
+    /// were freed may still be reading (see `reclaim`).
+    unreachable: Vec<(u64, u64)>,
     /// The free map run of the last image.
     free_map: (u64, u64),
 }
@@ -231,6 +234,7 @@ impl TreeState {
         self.free.values().sum::<u64>()
             + self.retired.iter().map(|r| r.1).sum::<u64>()
             + self.limbo.iter().map(|r| r.1).sum::<u64>()
+            + self.unreachable.iter().map(|r| r.1).sum::<u64>()
     }
 }
 
@@ -303,6 +307,10 @@ pub(crate) struct BtreeTable {
     /// A background checkpoint of this table is claimed (under `bg`).
     pub checkpointing: AtomicBool,
     pub counters: CheckpointCounters,
+    /// Held shared by every descent for as long as it reads pages it found
+    /// through the tree, and taken exclusively (`try_write`, never waited
+    /// for) to reuse the pages of an older image (`reclaim`).
+    descents: RwLock<()>,
 }
 
 impl std::fmt::Debug for BtreeTable {
@@ -326,10 +334,13 @@ pub(crate) enum Target<'a> {
 }
 
 /// A leaf found by a read descent, latched, with the separators around it.
-pub(crate) struct Leaf {
+pub(crate) struct Leaf<'a> {
     pub guard: ReadGuard,
     pub low: Option<Vec<u8>>,
     pub high: Option<Vec<u8>>,
+    /// Keeps the pages of the tree this descent went through (and the
+    /// overflow runs they name) from being reused while the leaf is read.
+    _descent: parking_lot::RwLockReadGuard<'a, ()>,
 }
 
 impl BtreeTable {
@@ -406,6 +417,7 @@ impl BtreeTable {
             owner,
             counters: PageCounters::default(),
             failed: Mutex::new(None),
+            loading: Mutex::default(),
         });
         let mut state = TreeState {
             page_count: c.page_count,
@@ -450,6 +462,7 @@ impl BtreeTable {
             ckpt: Mutex::new(c),
             wal_bytes_at_checkpoint: AtomicU64::new(0),
             changes: AtomicU64::new(0),
+            descents: RwLock::new(()),
             checkpointing: AtomicBool::new(false),
             counters: CheckpointCounters::default(),
         })
@@ -473,13 +486,28 @@ impl BtreeTable {
     /// The frame of page `pgno`, from the cache or read from the file.
     fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         let key = (self.file.owner, pgno);
-        if let Some(f) = self.cache.get_page(&key) {
+        let hit = |f: Arc<Frame>, ctx: &mut ReadContext| {
             self.file
                 .counters
                 .from_cache
                 .fetch_add(1, Ordering::Relaxed);
             ctx.blocks_from_cache += 1;
-            return Ok(f);
+            f
+        };
+        if let Some(f) = self.cache.get_page(&key) {
+            return Ok(hit(f, ctx));
+        }
+        // A read from the file must not put back an image older than one
+        // the cache held meanwhile: while this read ran, a writer could
+        // load the page, change it, and have it evicted (written), and the
+        // image read here then replaced the newer one in the cache, losing
+        // the change. So the load is registered, and `page::write_back`
+        // keeps a page in the cache while it is loading; looking again after
+        // registering catches an eviction that came before it (its write is
+        // then in the file).
+        let _loading = page::Loading::start(&self.file, pgno);
+        if let Some(f) = self.cache.get_page(&key) {
+            return Ok(hit(f, ctx));
         }
         let image = self.file.read_page(pgno)?;
         if !matches!(page::kind(&image), page::KIND_LEAF | page::KIND_BRANCH) {
@@ -505,7 +533,8 @@ impl BtreeTable {
         target: Target<'_>,
         bounds: bool,
         ctx: &mut ReadContext,
-    ) -> Result<Option<Leaf>> {
+    ) -> Result<Option<Leaf<'_>>> {
+        let descent = self.descents.read();
         let root = self.root.read();
         if root.pgno == 0 {
             return Ok(None);
@@ -519,7 +548,12 @@ impl BtreeTable {
             let p = &guard.image;
             match page::kind(p) {
                 page::KIND_LEAF => {
-                    return Ok(Some(Leaf { guard, low, high }));
+                    return Ok(Some(Leaf {
+                        guard,
+                        low,
+                        high,
+                        _descent: descent,
+                    }));
                 }
                 page::KIND_BRANCH if depth < height => {}
                 _ => {
@@ -664,6 +698,7 @@ impl BtreeTable {
         value: &[u8],
         horizon: &Horizon,
     ) -> Result<()> {
+        self.reclaim(st);
         self.changes.fetch_add(1, Ordering::Relaxed);
         let ik = internal_key(user_key, seqno, kind);
         let inline = page::leaf_cell(&ik, Value::Inline(value));
@@ -1008,7 +1043,7 @@ impl BtreeTable {
             let right_pgno = st.alloc(1);
             let mut right = vec![0u8; p.len()];
             let sep = if is_leaf {
-                let m = leaf_split_point(&cells, pos + 1 == cells.len());
+                let m = leaf_split_point(&cells, pos + 1 == cells.len(), p.len() - page::HEADER);
                 let (left, right_cells) = cells.split_at(m);
                 page::init(&mut right, page::KIND_LEAF, 0);
                 page::rebuild(&mut right, right_cells);
@@ -1022,11 +1057,27 @@ impl BtreeTable {
             } else {
                 // The middle cell moves up; its child leads the right page.
                 // Appending (the new cell is the last): leave the left page
-                // full and start the right one, as for leaves.
+                // full and start the right one, as for leaves (the left
+                // keeps cells of the page, so it fits). Otherwise the middle
+                // by bytes, not by count: separators differ in length (up to
+                // a quarter page), and halving the count put more than a
+                // page of long separators on one side, where `page::rebuild`
+                // dropped the cells that did not fit, and with them whole
+                // subtrees.
                 let m = if pos + 1 == cells.len() && cells.len() >= 3 {
                     cells.len() - 2
                 } else {
-                    cells.len() / 2
+                    let total: usize = cells.iter().map(Vec::len).sum();
+                    let mut acc = 0;
+                    let mut m = cells.len() / 2;
+                    for (i, c) in cells.iter().enumerate() {
+                        acc += c.len();
+                        if acc >= total / 2 {
+                            m = i.min(cells.len().saturating_sub(2)).max(1);
+                            break;
+                        }
+                    }
+                    m
                 };
                 let mid = cells.get(m).cloned().unwrap_or_default();
                 page::init(&mut right, page::KIND_BRANCH, page::u64_at(&mid, 2));
@@ -1153,6 +1204,7 @@ impl BtreeTable {
             // checkpoint waited for it may have left part of a batch.
             self.check_failed()?;
             if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() {
+                self.reclaim(&mut st);
                 self.persisted_seqno.fetch_max(seqno, Ordering::AcqRel);
                 self.wal_bytes_at_checkpoint
                     .store(wal_bytes, Ordering::Release);
@@ -1173,7 +1225,7 @@ impl BtreeTable {
             let mut pages = 1u64;
             let (first, blob) = loop {
                 let mut image_free = st.free.clone();
-                for &(f, n) in &st.limbo {
+                for &(f, n) in st.limbo.iter().chain(&st.unreachable) {
                     add_extent(&mut image_free, f, n);
                 }
                 let need = ((image_free.len() as u64 * 16).div_ceil(chunk)).max(1);
@@ -1186,7 +1238,7 @@ impl BtreeTable {
                     st.fresh.remove(&p);
                 }
                 let mut image_free = st.free.clone();
-                for &(f, n) in &st.limbo {
+                for &(f, n) in st.limbo.iter().chain(&st.unreachable) {
                     add_extent(&mut image_free, f, n);
                 }
                 let mut blob = Vec::with_capacity(image_free.len() * 16);
@@ -1229,16 +1281,13 @@ impl BtreeTable {
         let written = self
             .write_image(frozen, &c, &blob, sync_log)
             .inspect_err(|e| self.fail(&format!("a checkpoint failed: {e}")))?;
-        // Durable: what only older images used is free now.
+        // Durable: what only older images used is free now, once no
+        // descent is reading it.
         {
             let mut st = self.tree.lock();
             let limbo = std::mem::take(&mut st.limbo);
-            for (f, n) in limbo {
-                for p in f..f + n {
-                    self.cache.remove(&(self.file.owner, p));
-                }
-                add_extent(&mut st.free, f, n);
-            }
+            st.unreachable.extend(limbo);
+            self.reclaim(&mut st);
         }
         *durable = c;
         self.persisted_seqno.fetch_max(c.seqno, Ordering::AcqRel);
@@ -1295,6 +1344,30 @@ impl BtreeTable {
         Ok(written)
     }
 
+    /// Makes the pages older images used (`unreachable`) allocatable, if
+    /// no descent is in flight. No descent begun from now on can reach
+    /// them: the tree has not pointed at them since before the last
+    /// checkpoint's freeze. One begun earlier can (latch coupling protects
+    /// a descent from the writer's changes, not from a checkpoint freeing
+    /// the pages of the tree it started in), and reusing a page under it
+    /// made a get answer "absent" for a key that was there all along.
+    /// So this does not wait: the pages stay aside until a call finds no
+    /// descent in flight (each write and each checkpoint tries).
+    fn reclaim(&self, st: &mut TreeState) {
+        if st.unreachable.is_empty() {
+            return;
+        }
+        let Some(_quiet) = self.descents.try_write() else {
+            return;
+        };
+        for (f, n) in std::mem::take(&mut st.unreachable) {
+            for p in f..f + n {
+                self.cache.remove(&(self.file.owner, p));
+            }
+            add_extent(&mut st.free, f, n);
+        }
+    }
+
     /// Holds back checkpoints (for dropping the table).
     pub(crate) fn lock_checkpoints(&self) -> parking_lot::MutexGuard<'_, Checkpoint> {
         self.ckpt.lock()
@@ -1335,6 +1408,7 @@ impl BtreeTable {
         let mut used_bytes = 0u64;
         let mut ctx = ReadContext::default();
         let mut stack = Vec::new();
+        let _descent = self.descents.read();
         let root = self.root.read().pgno;
         if root != 0 {
             stack.push(root);
@@ -1431,7 +1505,8 @@ fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
 /// When the new cell is the last one (`append`: keys arriving in order),
 /// near the end instead, so that a sequential load leaves full pages
 /// behind rather than half-full ones.
-fn leaf_split_point(cells: &[Vec<u8>], append: bool) -> usize {
+/// `room` is what a page holds for cells and their slots.
+fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
     let total: usize = cells.iter().map(Vec::len).sum();
     let mut acc = 0;
     let mut mid = 1;
@@ -1447,11 +1522,27 @@ fn leaf_split_point(cells: &[Vec<u8>], append: bool) -> usize {
             break;
         }
     }
+    // Bytes (cells and slots) before each position. A change of user key
+    // far from the middle would leave one half larger than a page, and
+    // `page::rebuild` would silently drop the cells that do not fit (a
+    // key's many versions, pinned by snapshots or written in one batch,
+    // lost versions that way): such a boundary is not taken.
+    let mut before = Vec::with_capacity(cells.len() + 1);
+    before.push(0usize);
+    for c in cells {
+        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
+    }
+    let all = before.last().copied().unwrap_or(0);
+    let fits = |i: usize| {
+        let left = before.get(i).copied().unwrap_or(all);
+        left <= room && all - left <= room
+    };
     let boundary = |i: usize| {
         i > 0
             && i < cells.len()
             && key::user_key(cell_key(&cells[i - 1], true))
                 != key::user_key(cell_key(&cells[i], true))
+            && fits(i)
     };
     for d in 0..cells.len() {
         if boundary(mid + d) {

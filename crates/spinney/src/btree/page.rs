@@ -29,6 +29,7 @@
 //! fails) and bytes 4.. up to the end of the payload. The payload is the
 //! image, raw or compressed; a compressed page writes only its used sectors.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -79,6 +80,36 @@ pub(crate) struct PageFile {
     /// Why a page write failed, if one did (an eviction cannot return its
     /// error; the next write or checkpoint of the table reports it).
     pub failed: Mutex<Option<String>>,
+    /// Pages being read from the file into the cache, with how many reads
+    /// of each are in flight (see `Loading`).
+    pub loading: Mutex<HashMap<u64, u32>>,
+}
+
+/// A read of a page from the file into the cache, registered for its
+/// duration: `write_back` does not let the page leave the cache meanwhile,
+/// so that the read cannot put an older image back over a newer one.
+pub(crate) struct Loading<'a> {
+    file: &'a PageFile,
+    pgno: u64,
+}
+
+impl<'a> Loading<'a> {
+    pub(crate) fn start(file: &'a PageFile, pgno: u64) -> Loading<'a> {
+        *file.loading.lock().entry(pgno).or_insert(0) += 1;
+        Loading { file, pgno }
+    }
+}
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        let mut loading = self.file.loading.lock();
+        if let Some(n) = loading.get_mut(&self.pgno) {
+            *n -= 1;
+            if *n == 0 {
+                loading.remove(&self.pgno);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for PageFile {
@@ -104,11 +135,16 @@ pub(crate) struct PageBuf {
 pub(crate) type Frame = RwLock<PageBuf>;
 
 /// Writes a frame out if it is dirty, for the cache's eviction. False when
-/// the page cannot leave now: latched for writing, or its write failed.
+/// the page cannot leave now: latched for writing, being loaded, or its
+/// write failed.
 pub(crate) fn write_back(frame: &Frame) -> bool {
     let Some(page) = frame.try_read() else {
         return false;
     };
+    // Being read from the file by another thread (see `Loading`).
+    if page.file.loading.lock().contains_key(&page.pgno) {
+        return false;
+    }
     let counters = &page.file.counters;
     if !page.dirty.load(Ordering::Acquire) {
         counters.evictions_clean.fetch_add(1, Ordering::Relaxed);
@@ -637,6 +673,7 @@ mod tests {
                 owner: 1,
                 counters: PageCounters::default(),
                 failed: Mutex::new(None),
+                loading: Mutex::default(),
             };
             pf.write_page(3, &p).expect("write");
             assert_eq!(pf.read_page(3).expect("read"), p);

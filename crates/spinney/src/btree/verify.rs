@@ -178,6 +178,7 @@ fn read_header(fs: &dyn Fs, path: &Path) -> Result<(PageFile, Checkpoint)> {
         owner: 0,
         counters: PageCounters::default(),
         failed: parking_lot::Mutex::new(None),
+        loading: parking_lot::Mutex::default(),
     };
     Ok((pf, c))
 }
