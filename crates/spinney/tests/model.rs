@@ -4,11 +4,15 @@
 //! Method: for several seeds, 12,000 random operations over two tables —
 //! puts, deletes, batches spanning both tables, point reads, bounded scans
 //! in both directions, cursor walks that change direction, snapshots read
-//! later, flushes, compactions of one level and full compactions, and
-//! close/reopen. Small write buffers and level targets make flushes and
-//! compactions happen throughout, under each compaction style and each
-//! work model: background threads, autowork (0 threads), and
-//! application-driven `Db::work`.
+//! later, flushes, checkpoints, compactions of one level and full
+//! compactions, and close/reopen. Small write buffers and level targets make
+//! flushes and compactions happen throughout, under each compaction style
+//! and each work model: background threads, autowork (0 threads), and
+//! application-driven `Db::work`. The same operations run on B-tree tables:
+//! both tables B-trees, an LSM and a B-tree table written in the same
+//! batches, B-trees in a cache of four pages (dirty pages are written out
+//! and read back all the time), and without background threads; a small
+//! `checkpoint_wal_bytes` makes background checkpoints happen too.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -16,23 +20,47 @@ use std::ops::Bound;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spinney::{
-    CompactionOptions, CompactionStyle, Db, Options, ReadOptions, Snapshot, Table, TableOptions,
-    WriteBatch,
+    CompactionOptions, CompactionStyle, Db, Options, ReadOptions, Snapshot, Table, TableKind,
+    TableOptions, WriteBatch,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const TABLES: [&str; 2] = ["alpha", "beta"];
 
-/// A compaction style per table and a work model.
+/// A kind and compaction style per table, a work model and a cache size.
 #[derive(Clone, Copy)]
 struct Config {
+    kinds: [TableKind; 2],
     styles: [CompactionStyle; 2],
     background_threads: usize,
     autowork: bool,
+    cache_size: u64,
 }
 
-fn table_options(style: CompactionStyle) -> TableOptions {
+impl Config {
+    /// Two LSM tables with the default cache of the model tests.
+    fn lsm(styles: [CompactionStyle; 2], background_threads: usize, autowork: bool) -> Config {
+        Config {
+            kinds: [TableKind::Lsm; 2],
+            styles,
+            background_threads,
+            autowork,
+            cache_size: 256 << 10,
+        }
+    }
+
+    fn has(&self, kind: TableKind) -> bool {
+        self.kinds.contains(&kind)
+    }
+}
+
+fn table_options(kind: TableKind, style: CompactionStyle) -> TableOptions {
+    if kind == TableKind::Btree {
+        // Default pages (8 KiB): values over about 2 KiB go to overflow
+        // pages.
+        return TableOptions::btree();
+    }
     let base = match style {
         CompactionStyle::Leveled => CompactionOptions::leveled(),
         CompactionStyle::Tiered => CompactionOptions::tiered(),
@@ -120,6 +148,11 @@ struct Harness {
     config: Config,
     /// Compactions run by the databases closed so far.
     compactions: u64,
+    /// B-tree figures of the databases closed so far, summed over tables:
+    /// checkpoints, dirty evictions, pages read from the file.
+    checkpoints: u64,
+    evictions_dirty: u64,
+    pages_from_storage: u64,
 }
 
 impl Harness {
@@ -133,6 +166,9 @@ impl Harness {
             snapshots: Vec::new(),
             config,
             compactions: 0,
+            checkpoints: 0,
+            evictions_dirty: 0,
+            pages_from_storage: 0,
         };
         h.open();
         h
@@ -144,16 +180,22 @@ impl Harness {
 
     fn open(&mut self) {
         let options = Options {
-            cache_size: 256 << 10,
+            cache_size: self.config.cache_size,
             background_threads: self.config.background_threads,
             autowork: self.config.autowork,
+            checkpoint_wal_bytes: 256 << 10,
             ..Options::default()
         };
         let db = Db::open(self.dir.path(), options).expect("open");
         self.tables = TABLES
             .iter()
-            .zip(self.config.styles)
-            .map(|(n, style)| db.open_table(n, table_options(style)).expect("table"))
+            .enumerate()
+            .map(|(t, n)| {
+                let options = table_options(self.config.kinds[t], self.config.styles[t]);
+                let table = db.open_table(n, options).expect("table");
+                assert_eq!(table.options().kind, self.config.kinds[t]);
+                table
+            })
             .collect();
         self.db = Some(db);
     }
@@ -162,9 +204,19 @@ impl Harness {
         self.snapshots.clear();
         self.tables.clear();
         let db = self.db.take().expect("open");
-        self.compactions += db.stats().compactions;
+        self.add_figures(&db);
         db.close().expect("close");
         self.open();
+    }
+
+    fn add_figures(&mut self, db: &Db) {
+        let stats = db.stats();
+        self.compactions += stats.compactions;
+        for b in stats.tables.iter().filter_map(|t| t.btree.as_ref()) {
+            self.checkpoints += b.checkpoints;
+            self.evictions_dirty += b.evictions_dirty;
+            self.pages_from_storage += b.pages_from_storage;
+        }
     }
 
     fn check_scan(&self, rng: &mut StdRng, t: usize, at: Option<usize>) {
@@ -242,7 +294,7 @@ impl Harness {
 
     fn step(&mut self, rng: &mut StdRng) {
         let t = rng.gen_range(0..2);
-        match rng.gen_range(0..100) {
+        match rng.gen_range(0..101) {
             0..=34 => {
                 let (k, v) = (random_key(rng), random_value(rng));
                 self.tables[t].put(&k, &v).expect("put");
@@ -314,11 +366,12 @@ impl Harness {
                 // while background threads keep up).
                 self.db().work(rng.gen_range(0..1 << 20)).expect("work");
             }
-            _ => {
+            98..=99 => {
                 if rng.gen_bool(0.5) {
                     self.reopen();
                 }
             }
+            _ => self.db().checkpoint().expect("checkpoint"),
         }
     }
 
@@ -350,15 +403,28 @@ fn run(seed: u64, ops: usize, config: Config) {
     h.check_all();
     h.db().wait_for_compaction().expect("wait");
     assert!(h.db().verify().expect("verify") > 0);
-    let compactions = h.compactions + h.db().stats().compactions;
-    assert!(compactions > 0, "no compaction ran");
+    // Closing adds the database's figures to those of earlier sessions.
     h.reopen();
+    if config.has(TableKind::Lsm) {
+        assert!(h.compactions > 0, "no compaction ran");
+    }
+    if config.has(TableKind::Btree) {
+        assert!(h.checkpoints > 0, "no checkpoint ran");
+        if config.cache_size < 64 << 10 {
+            assert!(h.evictions_dirty > 0, "no dirty page was evicted");
+            assert!(h.pages_from_storage > 0, "no page was read back");
+        }
+    }
     h.check_all();
     let stats = h.db().stats();
-    assert!(stats
-        .tables
-        .iter()
-        .all(|t| t.levels.iter().map(|l| l.files).sum::<usize>() > 0));
+    assert_eq!(stats.tables.len(), 2);
+    for t in &stats.tables {
+        let i = TABLES.iter().position(|n| *n == t.name).expect("a table");
+        match config.kinds[i] {
+            TableKind::Lsm => assert!(t.levels.iter().map(|l| l.files).sum::<usize>() > 0),
+            TableKind::Btree => assert!(t.btree.as_ref().is_some_and(|b| b.height > 0)),
+        }
+    }
 }
 
 const LEVELED: CompactionStyle = CompactionStyle::Leveled;
@@ -366,41 +432,25 @@ const TIERED: CompactionStyle = CompactionStyle::Tiered;
 
 #[test]
 fn model_leveled_two_threads() {
-    let config = Config {
-        styles: [LEVELED, LEVELED],
-        background_threads: 2,
-        autowork: true,
-    };
+    let config = Config::lsm([LEVELED, LEVELED], 2, true);
     run(1, 12_000, config);
 }
 
 #[test]
 fn model_tiered_two_threads() {
-    let config = Config {
-        styles: [TIERED, TIERED],
-        background_threads: 2,
-        autowork: true,
-    };
+    let config = Config::lsm([TIERED, TIERED], 2, true);
     run(2, 12_000, config);
 }
 
 #[test]
 fn model_leveled_autowork() {
-    let config = Config {
-        styles: [LEVELED, LEVELED],
-        background_threads: 0,
-        autowork: true,
-    };
+    let config = Config::lsm([LEVELED, LEVELED], 0, true);
     run(3, 12_000, config);
 }
 
 #[test]
 fn model_tiered_autowork() {
-    let config = Config {
-        styles: [TIERED, TIERED],
-        background_threads: 0,
-        autowork: true,
-    };
+    let config = Config::lsm([TIERED, TIERED], 0, true);
     run(4, 12_000, config);
 }
 
@@ -408,20 +458,59 @@ fn model_tiered_autowork() {
 fn model_both_styles_application_driven_work() {
     // No threads and no autowork: only `Db::work`, manual operations and
     // writers that would otherwise stall do the work.
-    let config = Config {
-        styles: [LEVELED, TIERED],
-        background_threads: 0,
-        autowork: false,
-    };
+    let config = Config::lsm([LEVELED, TIERED], 0, false);
     run(5, 12_000, config);
 }
 
 #[test]
 fn model_both_styles_one_thread() {
-    let config = Config {
-        styles: [TIERED, LEVELED],
-        background_threads: 1,
-        autowork: true,
-    };
+    let config = Config::lsm([TIERED, LEVELED], 1, true);
     run(6, 12_000, config);
+}
+
+const LSM: TableKind = TableKind::Lsm;
+const BTREE: TableKind = TableKind::Btree;
+
+#[test]
+fn model_btree_two_threads() {
+    let config = Config {
+        kinds: [BTREE, BTREE],
+        ..Config::lsm([LEVELED, LEVELED], 2, true)
+    };
+    run(7, 12_000, config);
+}
+
+#[test]
+fn model_lsm_and_btree_written_in_the_same_batches() {
+    // Batches span both tables, so each commit goes to an LSM and a B-tree
+    // table at once.
+    let config = Config {
+        kinds: [LSM, BTREE],
+        ..Config::lsm([LEVELED, LEVELED], 2, true)
+    };
+    run(8, 12_000, config);
+}
+
+#[test]
+fn model_btree_in_a_cache_of_four_pages_application_driven_work() {
+    // Four 8 KiB pages of cache: nearly every page a write changes is
+    // written out dirty before its checkpoint and read back later. No
+    // threads and no autowork: checkpoints happen through `Db::checkpoint`
+    // and `Db::work`.
+    let config = Config {
+        kinds: [BTREE, BTREE],
+        cache_size: 4 * 8192,
+        ..Config::lsm([LEVELED, LEVELED], 0, false)
+    };
+    run(9, 12_000, config);
+}
+
+#[test]
+fn model_btree_and_tiered_autowork() {
+    // No background threads: writers run checkpoints and compactions.
+    let config = Config {
+        kinds: [BTREE, LSM],
+        ..Config::lsm([LEVELED, TIERED], 0, true)
+    };
+    run(10, 12_000, config);
 }
