@@ -1,4 +1,5 @@
-//! Byte flips and truncations in every kind of file, on a real directory.
+//! Byte flips and truncations in every kind of file, on a real directory
+//! (B-tree files in their own section at the end).
 //!
 //! Goal: a damaged byte anywhere in an SST, a log segment or the manifest is
 //! either detected (an error from open, a read or `verify`) or harmless; it
@@ -528,4 +529,401 @@ fn a_damaged_first_manifest_record_is_corruption_naming_the_manifest() {
     // it must refuse the open, not be taken for a torn tail (which would
     // open an empty database and delete every SST as garbage).
     open_refuses_naming(build().path(), |n| n.starts_with("MANIFEST-"));
+}
+
+// B-tree files. One database with one B-tree table of 4 KiB pages is built
+// once: every key written, a checkpoint, the first keys rewritten with new
+// values, a second checkpoint (so that the free map lists the pages the
+// first image no longer needs), a clean close. The log still holds every
+// commit (no segment was rolled). Each case damages a copy: a byte of a
+// live leaf, branch, overflow or free map page (found by walking the tree
+// from the newest header), a header slot, both slots, or bytes spread over
+// the whole file. A read may then answer the key's latest value or an
+// `Error::Corruption` naming the .btree file; never another value, never
+// nothing, never a panic.
+
+const BT_TABLE: &str = "pages";
+const BT_KEYS: usize = 1200;
+/// Keys below this are rewritten (with values of generation 1) before the
+/// second checkpoint.
+const BT_REWRITTEN: usize = 300;
+const BT_PAGE: u64 = 4096;
+
+fn bt_value(i: usize, generation: u8) -> Vec<u8> {
+    // Every 97th value is larger than a page: overflow pages.
+    let len = if i % 97 == 5 { 10_000 } else { 30 + i % 90 };
+    let mut v = format!("v{generation}-{i}-").into_bytes();
+    v.resize(len, b'a' + (i % 26) as u8);
+    v
+}
+
+/// The value every read must give for key `i`.
+fn bt_latest(i: usize) -> Vec<u8> {
+    bt_value(i, u8::from(i < BT_REWRITTEN))
+}
+
+fn bt_options() -> Options {
+    Options {
+        durability: Durability::Normal,
+        ..Options::default()
+    }
+}
+
+fn bt_build() -> TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), bt_options()).expect("open");
+    let options = TableOptions {
+        page_size: BT_PAGE as usize,
+        ..TableOptions::btree()
+    };
+    let t = db.create_table(BT_TABLE, options).expect("create");
+    for i in 0..BT_KEYS {
+        t.put(&key(i), &bt_value(i, 0)).expect("put");
+    }
+    db.checkpoint().expect("checkpoint");
+    for i in 0..BT_REWRITTEN {
+        t.put(&key(i), &bt_value(i, 1)).expect("put");
+    }
+    db.checkpoint().expect("checkpoint");
+    drop(t);
+    db.close().expect("close");
+    dir
+}
+
+fn bt_file(dir: &Path) -> PathBuf {
+    let mut files = files(dir, |n| n.ends_with(".btree"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.remove(0)
+}
+
+fn le_u16(b: &[u8], at: usize) -> u64 {
+    u64::from(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+fn le_u32(b: &[u8], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes(
+        b[at..at + 4].try_into().expect("4 bytes"),
+    ))
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Where the live pages of a B-tree file are, read from its bytes (the
+/// layout of `btree/page.rs` and the header of `btree/mod.rs`; pages are
+/// stored uncompressed, the image after a 12-byte framing).
+#[derive(Debug, Default)]
+struct Layout {
+    /// Header slot pages, newest first.
+    slots: Vec<u64>,
+    leaves: Vec<u64>,
+    branches: Vec<u64>,
+    overflow: Vec<u64>,
+    free_map: Vec<u64>,
+}
+
+fn bt_layout(bytes: &[u8]) -> Layout {
+    let page = |p: u64| &bytes[(p * BT_PAGE) as usize..((p + 1) * BT_PAGE) as usize];
+    let mut slots: Vec<(u64, u64)> = (0..2u64)
+        .filter(|&s| &page(s)[..8] == b"SPNYBTR1")
+        .map(|s| (le_u64(page(s), 20), s))
+        .collect();
+    slots.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(slots.len(), 2, "two header slots");
+    let newest = page(slots[0].1);
+    let (root, height) = (le_u64(newest, 28), le_u32(newest, 36));
+    let (map_first, map_pages) = (le_u64(newest, 48), le_u32(newest, 56));
+    let mut layout = Layout {
+        slots: slots.iter().map(|s| s.1).collect(),
+        free_map: (map_first..map_first + map_pages).collect(),
+        ..Layout::default()
+    };
+    let mut stack = vec![(root, 1)];
+    while let Some((p, depth)) = stack.pop() {
+        let image = &page(p)[12..];
+        let count = le_u16(image, 2) as usize;
+        let cell = |i: usize| le_u16(image, 16 + 2 * i) as usize;
+        if depth < height {
+            assert_eq!(image[0], 2, "page {p} is a branch");
+            layout.branches.push(p);
+            stack.push((le_u64(image, 8), depth + 1));
+            for i in 0..count {
+                stack.push((le_u64(image, cell(i) + 2), depth + 1));
+            }
+        } else {
+            assert_eq!(image[0], 1, "page {p} is a leaf");
+            layout.leaves.push(p);
+            for i in 0..count {
+                let off = cell(i);
+                let klen = le_u16(image, off) as usize;
+                if image[off + 2] == 1 {
+                    layout.overflow.push(le_u64(image, off + 3 + klen + 4));
+                }
+            }
+        }
+    }
+    layout
+}
+
+type Entry = spinney::Result<(Vec<u8>, Vec<u8>)>;
+
+/// Opens a copy of `built` whose .btree file `damage` changed, reads every
+/// key with get and both ways with scans, and checks each answer against
+/// the latest values. `Err` when the open was refused (with Corruption
+/// naming the file); else the number of reads (and `verify`) that failed,
+/// each with Corruption naming the file.
+fn bt_check(built: &Path, damage: impl FnOnce(&mut Vec<u8>), ctx: &str) -> Result<usize, ()> {
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(built, copy.path());
+    let path = bt_file(copy.path());
+    let name = name_of(&path);
+    let mut bytes = fs::read(&path).expect("read");
+    damage(&mut bytes);
+    fs::write(&path, &bytes).expect("write");
+    let named = |e: &Error, what: &str| {
+        assert!(
+            e.is_corruption() && e.to_string().contains(&name),
+            "{ctx}: {what} failed with an error that is not Corruption naming {name}: {e}"
+        );
+    };
+    let db = match Db::open(copy.path(), bt_options()) {
+        Ok(db) => db,
+        Err(e) => {
+            named(&e, "open");
+            return Err(());
+        }
+    };
+    let table = db.table(BT_TABLE).expect("table");
+    let mut errors = 0;
+    for i in 0..BT_KEYS {
+        match table.get(&key(i)) {
+            Ok(Some(v)) => assert!(v == bt_latest(i), "{ctx}: key {i} read a wrong value"),
+            Ok(None) => panic!("{ctx}: key {i} is silently missing"),
+            Err(e) => {
+                named(&e, "get");
+                errors += 1;
+            }
+        }
+    }
+    for probe in [b"key".to_vec(), key(BT_KEYS), b"zzz".to_vec()] {
+        match table.get(&probe) {
+            Ok(None) => {}
+            Ok(Some(_)) => panic!("{ctx}: a key never written has a value"),
+            Err(e) => named(&e, "get of an absent key"),
+        }
+    }
+    for reverse in [false, true] {
+        let iter = table.iter().expect("iter");
+        let entries: Box<dyn Iterator<Item = Entry>> = if reverse {
+            Box::new(iter.rev())
+        } else {
+            Box::new(iter)
+        };
+        let mut seen = 0;
+        for entry in entries {
+            match entry {
+                Ok((k, v)) => {
+                    let i = if reverse { BT_KEYS - 1 - seen } else { seen };
+                    assert!(
+                        k == key(i),
+                        "{ctx}: scan (reverse {reverse}) skipped or invented a key at {i}"
+                    );
+                    assert!(
+                        v == bt_latest(i),
+                        "{ctx}: scan read a wrong value for key {i}"
+                    );
+                    seen += 1;
+                }
+                Err(e) => {
+                    named(&e, "scan");
+                    errors += 1;
+                    seen = BT_KEYS;
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            seen, BT_KEYS,
+            "{ctx}: a scan (reverse {reverse}) ended early without an error"
+        );
+    }
+    if let Err(e) = db.verify() {
+        named(&e, "verify");
+        errors += 1;
+    }
+    Ok(errors)
+}
+
+/// Flips one byte in the middle of page `page`.
+fn flip_page(page: u64) -> impl FnOnce(&mut Vec<u8>) {
+    move |b| b[(page * BT_PAGE + BT_PAGE / 2) as usize] ^= 0x5a
+}
+
+#[test]
+fn the_built_btree_database_reads_back_whole_and_has_every_kind_of_page() {
+    // Goal: the baseline: undamaged, every read is right and verify passes;
+    // the layout walk finds leaves, branches, overflow pages and a free map.
+    let built = bt_build();
+    let bytes = fs::read(bt_file(built.path())).expect("read");
+    let layout = bt_layout(&bytes);
+    assert!(layout.leaves.len() > 10, "{layout:?}");
+    assert!(!layout.branches.is_empty(), "{layout:?}");
+    assert!(!layout.overflow.is_empty(), "{layout:?}");
+    assert!(!layout.free_map.is_empty(), "{layout:?}");
+    assert_eq!(bt_check(built.path(), |_| {}, "undamaged"), Ok(0));
+}
+
+#[test]
+fn a_flipped_btree_page_is_corruption_naming_the_file() {
+    // Goal: a flipped byte in a live leaf, branch or overflow page is found
+    // by the reads that use the page and by `Db::verify`, as Corruption
+    // naming the .btree file; every other key still reads its value.
+    // A flipped free map page refuses the open the same way (it is read at
+    // open).
+    let built = bt_build();
+    let bytes = fs::read(bt_file(built.path())).expect("read");
+    let layout = bt_layout(&bytes);
+    let cases = [
+        ("a leaf", layout.leaves[layout.leaves.len() / 2]),
+        ("the root branch", layout.branches[0]),
+        ("an overflow page", layout.overflow[0]),
+    ];
+    for (what, page) in cases {
+        let ctx = format!("{what} (page {page}) flipped");
+        let errors = bt_check(built.path(), flip_page(page), &ctx)
+            .unwrap_or_else(|()| panic!("{ctx}: the open was refused"));
+        // At least a get, a scan each way and verify.
+        assert!(errors >= 4, "{ctx}: only {errors} reads failed");
+    }
+    let ctx = "the free map flipped";
+    assert_eq!(
+        bt_check(built.path(), flip_page(layout.free_map[0]), ctx),
+        Err(()),
+        "{ctx}: opened"
+    );
+}
+
+#[test]
+fn a_damaged_newest_header_slot_falls_back_to_the_older_checkpoint_and_the_log() {
+    // Goal: with the newest header slot damaged the open uses the other
+    // slot (the checkpoint before) and replays the log from there, so every
+    // key reads its latest value; damage to the older slot changes nothing;
+    // damage to both refuses the open with Corruption naming the file. (The
+    // log still holds every commit here: see the ignored test below for
+    // when it does not.)
+    let built = bt_build();
+    let bytes = fs::read(bt_file(built.path())).expect("read");
+    let layout = bt_layout(&bytes);
+    let (newest, older) = (layout.slots[0], layout.slots[1]);
+    for at in [0u64, 9, 21, 30, 45, 60, 70] {
+        let ctx = format!("newest header slot, byte {at}");
+        let flip = move |b: &mut Vec<u8>| b[(newest * BT_PAGE + at) as usize] ^= 0x5a;
+        assert_eq!(bt_check(built.path(), flip, &ctx), Ok(0), "{ctx}");
+        let ctx = format!("older header slot, byte {at}");
+        let flip = move |b: &mut Vec<u8>| b[(older * BT_PAGE + at) as usize] ^= 0x5a;
+        assert_eq!(bt_check(built.path(), flip, &ctx), Ok(0), "{ctx}");
+    }
+    let both = |b: &mut Vec<u8>| {
+        b[30] ^= 0x5a;
+        b[(BT_PAGE + 30) as usize] ^= 0x5a;
+    };
+    assert_eq!(bt_check(built.path(), both, "both header slots"), Err(()));
+}
+
+#[test]
+fn byte_flips_anywhere_in_a_btree_file_are_detected_or_harmless() {
+    // Goal: bytes spread over the whole file (headers, live pages, free
+    // pages the newest image does not use): each flip is refused at open,
+    // detected by reads or verify, or harmless; never a wrong value.
+    let built = bt_build();
+    let len = fs::metadata(bt_file(built.path())).expect("metadata").len();
+    let offsets = positions(len, POSITIONS_PER_KIND, &mut StdRng::seed_from_u64(11));
+    let (mut refused, mut detected, mut harmless) = (0, 0, 0);
+    for offset in offsets {
+        let ctx = format!("byte {offset} of {len} flipped");
+        match bt_check(built.path(), |b| b[offset as usize] ^= 0x5a, &ctx) {
+            Err(()) => refused += 1,
+            Ok(0) => harmless += 1,
+            Ok(_) => detected += 1,
+        }
+    }
+    eprintln!("B-tree flips: {refused} refused at open, {detected} detected, {harmless} harmless");
+    assert!(detected > 0, "no flip was detected");
+}
+
+#[test]
+#[ignore = "gap: once the log is deleted, a damaged newest header slot silently rolls the table back to the older checkpoint (see the test)"]
+fn a_damaged_newest_header_slot_after_the_log_is_gone_is_not_a_silent_rollback() {
+    // Goal: what the fallback to the older slot guarantees once the log
+    // before the newest checkpoint is gone. The built database is opened and
+    // closed once: that open deletes the old log segments (every table is
+    // checkpointed past them) and, having nothing to replay, writes no new
+    // header. Then the newest slot is damaged. The open falls back to the
+    // older checkpoint, whose log is gone; the rewritten keys read their
+    // values of generation 0, overwritten and checkpointed long before, and
+    // nothing reports an error. The manifest does not record which
+    // checkpoint each B-tree table reached, so the open cannot tell.
+    let built = bt_build();
+    {
+        let db = Db::open(built.path(), bt_options()).expect("open");
+        db.close().expect("close");
+    }
+    let bytes = fs::read(bt_file(built.path())).expect("read");
+    let newest = bt_layout(&bytes).slots[0];
+    let flip = move |b: &mut Vec<u8>| b[(newest * BT_PAGE + 30) as usize] ^= 0x5a;
+    let outcome = bt_check(
+        built.path(),
+        flip,
+        "newest slot damaged after the log was deleted",
+    );
+    assert!(
+        outcome.is_err() || outcome.is_ok_and(|e| e > 0),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_damaged_newest_header_slot_after_the_older_images_pages_were_reused_reads_no_wrong_value() {
+    // Goal: the fallback to the older slot once pages only that image used
+    // have been reused: never a wrong value. After the built database's
+    // second checkpoint a third one makes the second image the older slot
+    // and frees the pages only it used; writes after it reuse them, and a
+    // cache of four pages writes them out (eviction) before any checkpoint.
+    // The log holds every commit. With the newest slot damaged, the open
+    // falls back to the second image, some of whose pages now hold other
+    // pages' bytes; a page's checksum covers only its own number and bytes,
+    // so such a page reads as valid. What the code gives today: the open is
+    // refused (the older image's free map page was reused by a leaf), so the
+    // table cannot be read although the newest image and the log are whole.
+    let built = bt_build();
+    {
+        let options = Options {
+            cache_size: 4 * BT_PAGE,
+            ..bt_options()
+        };
+        let db = Db::open(built.path(), options).expect("open");
+        let t = db.table(BT_TABLE).expect("table");
+        for i in BT_REWRITTEN..BT_KEYS {
+            t.put(&key(i), &bt_value(i, 0)).expect("put the same value");
+        }
+        db.checkpoint().expect("checkpoint");
+        for i in (0..BT_KEYS).rev() {
+            t.put(&key(i), &bt_latest(i)).expect("put the same value");
+        }
+        let evicted = db.stats().tables[0]
+            .btree
+            .as_ref()
+            .expect("btree stats")
+            .evictions_dirty;
+        assert!(evicted > 0, "no page was written out before a checkpoint");
+        drop(t);
+        db.close().expect("close");
+    }
+    let bytes = fs::read(bt_file(built.path())).expect("read");
+    let newest = bt_layout(&bytes).slots[0];
+    let flip = move |b: &mut Vec<u8>| b[(newest * BT_PAGE + 30) as usize] ^= 0x5a;
+    // `bt_check` fails the test on any wrong or missing value.
+    let outcome = bt_check(built.path(), flip, "newest slot damaged after page reuse");
+    eprintln!("newest slot damaged after page reuse: {outcome:?} (Err: open refused)");
 }
