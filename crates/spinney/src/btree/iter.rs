@@ -191,15 +191,9 @@ impl InternalIterator for BtreeIter {
             self.pos -= 1;
             return;
         }
-        let Some(low) = self.low.take() else {
-            self.valid = false;
-            return;
-        };
-        if !self.load(Target::Before(&low)) {
-            self.valid = false;
-            return;
-        }
-        self.settle_backward(Some(low));
+        // The last entry below this one: in an earlier leaf.
+        let first = page::ikey(&self.image, 0).to_vec();
+        self.settle_backward(Some(first));
     }
 
     fn key(&self) -> &[u8] {

@@ -230,6 +230,16 @@ impl TreeState {
         }
     }
 
+    /// The free extents of the image being frozen: free now, or used only
+    /// by older images.
+    fn image_free(&self) -> BTreeMap<u64, u64> {
+        let mut extents = self.free.clone();
+        for &(f, n) in self.limbo.iter().chain(&self.unreachable) {
+            add_extent(&mut extents, f, n);
+        }
+        extents
+    }
+
     fn free_pages(&self) -> u64 {
         self.free.values().sum::<u64>()
             + self.retired.iter().map(|r| r.1).sum::<u64>()
@@ -677,16 +687,7 @@ impl BtreeTable {
         // that no checkpoint (one waiting for the commit lock included)
         // writes that state as an image; the log replays it at reopen.
         self.apply_entry(st, seqno, kind, user_key, value, horizon)
-            .inspect_err(|e| self.fail(&format!("applying a write failed: {e}")))
-    }
-
-    /// Records why the table takes no more writes or checkpoints (the
-    /// first reason is kept).
-    fn fail(&self, reason: &str) {
-        let mut failed = self.file.failed.lock();
-        if failed.is_none() {
-            *failed = Some(reason.to_string());
-        }
+            .inspect_err(|e| self.file.fail(&format!("applying a write failed: {e}")))
     }
 
     fn apply_entry(
@@ -1224,11 +1225,7 @@ impl BtreeTable {
             let chunk = (self.file.image_len() - page::HEADER) as u64;
             let mut pages = 1u64;
             let (first, blob) = loop {
-                let mut image_free = st.free.clone();
-                for &(f, n) in st.limbo.iter().chain(&st.unreachable) {
-                    add_extent(&mut image_free, f, n);
-                }
-                let need = ((image_free.len() as u64 * 16).div_ceil(chunk)).max(1);
+                let need = ((st.image_free().len() as u64 * 16).div_ceil(chunk)).max(1);
                 if need > pages {
                     pages = need;
                     continue;
@@ -1237,10 +1234,7 @@ impl BtreeTable {
                 for p in first..first + pages {
                     st.fresh.remove(&p);
                 }
-                let mut image_free = st.free.clone();
-                for &(f, n) in st.limbo.iter().chain(&st.unreachable) {
-                    add_extent(&mut image_free, f, n);
-                }
+                let image_free = st.image_free();
                 let mut blob = Vec::with_capacity(image_free.len() * 16);
                 for (f, n) in image_free {
                     blob.extend_from_slice(&f.to_le_bytes());
@@ -1280,7 +1274,7 @@ impl BtreeTable {
         // refused, and reopening recovers from the durable image and the log.
         let written = self
             .write_image(frozen, &c, &blob, sync_log)
-            .inspect_err(|e| self.fail(&format!("a checkpoint failed: {e}")))?;
+            .inspect_err(|e| self.file.fail(&format!("a checkpoint failed: {e}")))?;
         // Durable: what only older images used is free now, once no
         // descent is reading it.
         {

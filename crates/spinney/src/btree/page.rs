@@ -157,16 +157,23 @@ pub(crate) fn write_back(frame: &Frame) -> bool {
             true
         }
         Err(e) => {
-            let mut failed = page.file.failed.lock();
-            if failed.is_none() {
-                *failed = Some(format!("writing a B-tree page failed: {e}"));
-            }
+            page.file
+                .fail(&format!("writing a B-tree page failed: {e}"));
             false
         }
     }
 }
 
 impl PageFile {
+    /// Records why the table takes no more writes or checkpoints (the
+    /// first reason is kept).
+    pub(crate) fn fail(&self, reason: &str) {
+        let mut failed = self.failed.lock();
+        if failed.is_none() {
+            *failed = Some(reason.to_string());
+        }
+    }
+
     pub(crate) fn image_len(&self) -> usize {
         self.page_size - DISK_HEADER
     }

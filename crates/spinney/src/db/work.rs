@@ -60,11 +60,16 @@ impl Job {
 /// Whether a B-tree table is due for a background checkpoint: it changed,
 /// and `checkpoint_wal_bytes` of log were written since its last one.
 pub(crate) fn checkpoint_due(db: &DbInner, t: &BtreeTable) -> bool {
+    checkpoint_behind(db, t, db.options.checkpoint_wal_bytes)
+}
+
+/// Whether a B-tree table changed and `bytes` of log were written since
+/// its last checkpoint froze.
+fn checkpoint_behind(db: &DbInner, t: &BtreeTable, bytes: u64) -> bool {
     let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
     !t.dropped.load(Ordering::Acquire)
         && t.has_changes()
-        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire))
-            >= db.options.checkpoint_wal_bytes
+        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire)) >= bytes
 }
 
 /// What `Db::work` did.
@@ -284,11 +289,7 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
 /// Whether a B-tree table's checkpoint is so far behind (four times
 /// `checkpoint_wal_bytes` of log) that writers to it do it themselves.
 pub(crate) fn checkpoint_overdue(db: &DbInner, t: &BtreeTable) -> bool {
-    let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
-    !t.dropped.load(Ordering::Acquire)
-        && t.has_changes()
-        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire))
-            >= db.options.checkpoint_wal_bytes.saturating_mul(4)
+    checkpoint_behind(db, t, db.options.checkpoint_wal_bytes.saturating_mul(4))
 }
 
 /// Checkpoints a B-tree table in this thread (see `BtreeTable::checkpoint`);

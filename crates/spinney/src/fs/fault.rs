@@ -86,6 +86,15 @@ struct Node {
     pending: Vec<(usize, Vec<u8>)>,
 }
 
+impl Node {
+    /// Makes every current byte durable, whatever was written where.
+    fn sync_whole(&mut self) {
+        self.durable.clone_from(&self.data);
+        self.durable_is_prefix = true;
+        self.pending.clear();
+    }
+}
+
 #[derive(Debug, Default)]
 struct Dir {
     /// File entries now (subdirectories are kept in `State::dirs`).
@@ -733,9 +742,7 @@ impl WritableFile for FaultWritableFile {
                 node.durable.extend_from_slice(tail);
             }
         } else {
-            node.durable.clone_from(&node.data);
-            node.durable_is_prefix = true;
-            node.pending.clear();
+            node.sync_whole();
         }
         self.stats.record_sync();
         Ok(())
@@ -855,10 +862,7 @@ impl PagedFile for FaultPagedFile {
         let mut state = self.state.lock();
         state.begin_mutation("sync", &self.path)?;
         state.check_generation(self.generation, "sync", &self.path)?;
-        let node = state.node_mut(self.id, "sync", &self.path)?;
-        node.durable.clone_from(&node.data);
-        node.durable_is_prefix = true;
-        node.pending.clear();
+        state.node_mut(self.id, "sync", &self.path)?.sync_whole();
         self.stats.record_sync();
         Ok(())
     }
