@@ -7,7 +7,9 @@
 //! they read an LSM table (`lsm::cursor` over `BtreeIter`). A write adds a
 //! version; versions no reader can see are pruned whenever a leaf is copied
 //! or fills up (`prune`): a version stays while it is the newest at or below
-//! some live snapshot or the visible seqno, or is not yet visible.
+//! some live snapshot or the visible seqno, or is the newest not yet
+//! visible. Leaves a commit group split to hold both versions of its keys
+//! are pruned and packed again once it is published (`tidy`).
 //!
 //! **Concurrency.** One writer at a time (the commit leader, recovery, or a
 //! checkpoint's freeze) holds `tree`; readers never take it. Readers descend
@@ -190,6 +192,11 @@ pub(crate) struct TreeState {
     unreachable: Vec<(u64, u64)>,
     /// The free map run of the last image.
     free_map: (u64, u64),
+    /// Leaves split by the commit group being applied while they held
+    /// versions that its publication makes invisible (see `tidy`), and a
+    /// key in each.
+    untidy: HashSet<u64>,
+    untidy_keys: Vec<Vec<u8>>,
 }
 
 impl TreeState {
@@ -240,6 +247,11 @@ impl TreeState {
         extents
     }
 
+    /// Whether no leaf waits for `BtreeTable::tidy`.
+    pub(crate) fn is_tidy(&self) -> bool {
+        self.untidy_keys.is_empty()
+    }
+
     fn free_pages(&self) -> u64 {
         self.free.values().sum::<u64>()
             + self.retired.iter().map(|r| r.1).sum::<u64>()
@@ -279,7 +291,9 @@ impl Horizon {
     /// `newer` (u64::MAX if none), can still be read.
     fn needed(&self, seqno: u64, newer: u64) -> bool {
         if seqno > self.visible {
-            return true;
+            // Written by the commit group being applied: readers will see
+            // only its newest version of a key, once it is published.
+            return newer == u64::MAX;
         }
         let i = self.snapshots.partition_point(|&s| s < seqno);
         let boundary = self.snapshots.get(i).copied().unwrap_or(self.visible);
@@ -878,44 +892,8 @@ impl BtreeTable {
         newer_before: Option<(&[u8], u64)>,
     ) {
         let n = page::count(p);
-        let mut keep = vec![true; n];
-        let mut i = 0;
-        while i < n {
-            let uk = key::user_key(page::ikey(p, i)).to_vec();
-            let mut j = i;
-            while j < n && key::user_key(page::ikey(p, j)) == uk.as_slice() {
-                j += 1;
-            }
-            // Versions i..j, newest first.
-            let mut newer = match newer_before {
-                Some((k, seqno)) if i == 0 && k == uk.as_slice() => seqno,
-                _ => u64::MAX,
-            };
-            for (v, slot) in keep.iter_mut().enumerate().take(j).skip(i) {
-                let seqno = ParsedKey::parse(page::ikey(p, v)).map_or(u64::MAX, |k| k.seqno);
-                *slot = horizon.needed(seqno, newer);
-                newer = seqno;
-            }
-            // A tombstone that is the oldest version kept hides nothing,
-            // unless older versions of its key may go on in the next leaf
-            // (a key whose versions fill more than a page is split between
-            // leaves): a group that reaches the end of the page keeps it.
-            for v in (i..j).rev().filter(|_| j < n) {
-                if keep.get(v) != Some(&true) {
-                    continue;
-                }
-                let pk = ParsedKey::parse(page::ikey(p, v));
-                match pk {
-                    Some(k) if k.kind == Kind::Delete && k.seqno <= horizon.visible => {
-                        if let Some(s) = keep.get_mut(v) {
-                            *s = false;
-                        }
-                    }
-                    _ => break,
-                }
-            }
-            i = j;
-        }
+        let ikeys: Vec<&[u8]> = (0..n).map(|i| page::ikey(p, i)).collect();
+        let keep = versions_kept(&ikeys, horizon, newer_before);
         if keep.iter().all(|&k| k) {
             return;
         }
@@ -984,6 +962,7 @@ impl BtreeTable {
     /// finds it in the cache (it leaves the cache once the checkpoint is
     /// durable and the page is reused).
     fn forget_page(&self, st: &mut TreeState, pgno: u64) {
+        st.untidy.remove(&pgno);
         if st.fresh.contains(&pgno) {
             self.cache.remove(&(self.file.owner, pgno));
         }
@@ -1022,6 +1001,7 @@ impl BtreeTable {
                 break;
             };
             g.dirty.store(true, Ordering::Release);
+            let this_pgno = g.pgno;
             let p = &mut g.image;
             let is_leaf = page::kind(p) == page::KIND_LEAF;
             let mut unused = 0;
@@ -1046,6 +1026,17 @@ impl BtreeTable {
             let sep = if is_leaf {
                 let m = leaf_split_point(&cells, pos + 1 == cells.len(), p.len() - page::HEADER);
                 let (left, right_cells) = cells.split_at(m);
+                // A split full of versions that publishing the group makes
+                // invisible: `tidy` packs the halves again once it is
+                // published.
+                let repeated = cells.windows(2).any(|w| {
+                    key::user_key(cell_key(&w[0], true)) == key::user_key(cell_key(&w[1], true))
+                });
+                if repeated {
+                    st.untidy.insert(this_pgno);
+                    st.untidy.insert(right_pgno);
+                    st.untidy_keys.push(ik.to_vec());
+                }
                 page::init(&mut right, page::KIND_LEAF, 0);
                 page::rebuild(&mut right, right_cells);
                 page::rebuild(p, left);
@@ -1184,6 +1175,195 @@ impl BtreeTable {
         Ok(())
     }
 
+    /// Packs, once a commit group is published (`horizon` sees it), the
+    /// leaves it split while they held versions its publication hides.
+    /// Rewriting a whole leaf in one group needs room for two versions of
+    /// each key, so the leaf splits; once the group is visible the older
+    /// versions are not, and the pieces are pruned and packed back into as
+    /// few pages as hold them. Without this, a workload that rewrites keys
+    /// in order in large batches leaves the tree half empty for good.
+    pub(crate) fn tidy(&self, st: &mut TreeState, horizon: &Horizon) -> Result<()> {
+        if st.untidy_keys.is_empty() {
+            return Ok(());
+        }
+        self.check_failed()?;
+        let mut keys = std::mem::take(&mut st.untidy_keys);
+        keys.sort_unstable();
+        keys.dedup();
+        let packed = keys.iter().try_for_each(|ik| self.repack(st, ik, horizon));
+        st.untidy.clear();
+        packed.inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))
+    }
+
+    /// Prunes and packs the run of untidy leaves around the leaf of `ik`,
+    /// under one parent (see `tidy`).
+    fn repack(&self, st: &mut TreeState, ik: &[u8], horizon: &Horizon) -> Result<()> {
+        let path = self.write_path(st, ik, horizon)?;
+        let Some((leaf, pos)) = path.last() else {
+            return Ok(());
+        };
+        let pos = *pos;
+        if !st.untidy.contains(&leaf.read().pgno) {
+            return Ok(());
+        }
+        let Some((parent, _)) = path.len().checked_sub(2).and_then(|i| path.get(i)) else {
+            // The root is a leaf: prune it where it is.
+            let mut g = leaf.write();
+            self.prune(st, &mut g.image, horizon);
+            g.dirty.store(true, Ordering::Release);
+            st.untidy.remove(&g.pgno);
+            return Ok(());
+        };
+        let (lo, children, before) = {
+            let g = parent.read();
+            let n = page::count(&g.image);
+            let untidy = |i: usize| {
+                let c = page::child_at(&g.image, i);
+                st.untidy.contains(&c) && st.fresh.contains(&c)
+            };
+            let mut lo = pos;
+            while lo > 0 && untidy(lo - 1) {
+                lo -= 1;
+            }
+            // A leaf this epoch wrote just before the run is taken in: it is
+            // often the partly empty last page of the run packed before.
+            if lo > 0 && st.fresh.contains(&page::child_at(&g.image, lo - 1)) {
+                lo -= 1;
+            }
+            let mut hi = pos;
+            while hi < n && untidy(hi + 1) {
+                hi += 1;
+            }
+            let children: Vec<u64> = (lo..=hi).map(|i| page::child_at(&g.image, i)).collect();
+            let before = lo.checked_sub(1).map(|i| page::child_at(&g.image, i));
+            (lo, children, before)
+        };
+        for c in &children {
+            st.untidy.remove(c);
+        }
+        let mut ctx = ReadContext::default();
+        let frames = children
+            .iter()
+            .map(|&c| self.fetch(c, &mut ctx))
+            .collect::<Result<Vec<_>>>()?;
+        // The last version in the leaf before the run: a key's versions may
+        // begin there. (Before a run that starts a parent's children it is
+        // not looked up; pruning then keeps a little more than it could.)
+        let newer_before = match before {
+            Some(c) => last_version(&self.fetch(c, &mut ctx)?.read().image),
+            None => None,
+        };
+
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path
+            .iter()
+            .take(path.len() - 1)
+            .map(|(f, _)| f.write_arc())
+            .collect();
+        let mut leaves: Vec<WriteGuard> = frames.iter().map(|f| f.write_arc()).collect();
+        if leaves
+            .iter()
+            .any(|g| page::kind(&g.image) != page::KIND_LEAF)
+        {
+            return Ok(());
+        }
+        let cells: Vec<Vec<u8>> = leaves
+            .iter()
+            .flat_map(|g| {
+                (0..page::count(&g.image)).map(|i| page::cell_bytes(&g.image, i).to_vec())
+            })
+            .collect();
+        let keep = {
+            let ikeys: Vec<&[u8]> = cells.iter().map(|c| cell_key(c, true)).collect();
+            let newer_before = newer_before.as_ref().map(|(k, s)| (k.as_slice(), *s));
+            versions_kept(&ikeys, horizon, newer_before)
+        };
+        let (mut kept, mut dropped) = (Vec::with_capacity(cells.len()), Vec::new());
+        let mut kept_per_leaf = vec![0usize; leaves.len()];
+        let leaf_of = leaves
+            .iter()
+            .enumerate()
+            .flat_map(|(l, g)| std::iter::repeat_n(l, page::count(&g.image)));
+        for ((c, k), l) in cells.into_iter().zip(keep).zip(leaf_of) {
+            if k {
+                kept.push(c);
+                if let Some(n) = kept_per_leaf.get_mut(l) {
+                    *n += 1;
+                }
+            } else {
+                dropped.push(c);
+            }
+        }
+        let room = self.file.image_len() - page::HEADER;
+        let cuts = match pack(&kept, room, leaves.len()) {
+            Some(cuts) => cuts,
+            // Pruned where they are, unless that empties one.
+            None if kept_per_leaf.iter().all(|&n| n > 0) => {
+                let mut cuts = vec![0];
+                for n in &kept_per_leaf {
+                    cuts.push(cuts.last().copied().unwrap_or(0) + n);
+                }
+                cuts
+            }
+            None => return Ok(()),
+        };
+        // The parent: the run's separators replaced by the new pages'.
+        let Some(pg) = guards.last_mut() else {
+            return Ok(());
+        };
+        let mut parent_cells: Vec<Vec<u8>> = (0..page::count(&pg.image))
+            .map(|i| page::cell_bytes(&pg.image, i).to_vec())
+            .collect();
+        let new_separators = cuts.windows(3).zip(&children[1..]).map(|(w, &child)| {
+            let last = kept
+                .get(w[1] - 1)
+                .map(|c| cell_key(c, true))
+                .unwrap_or_default();
+            let first = kept
+                .get(w[1])
+                .map(|c| cell_key(c, true))
+                .unwrap_or_default();
+            page::branch_cell(&separator(last, first), child)
+        });
+        let run_separators = lo..lo + children.len() - 1;
+        parent_cells.splice(run_separators, new_separators);
+        if parent_cells.iter().map(|c| c.len() + 2).sum::<usize>() > room {
+            return Ok(());
+        }
+        page::rebuild(&mut pg.image, &parent_cells);
+        pg.dirty.store(true, Ordering::Release);
+        for (g, w) in leaves.iter_mut().zip(cuts.windows(2)) {
+            page::rebuild(&mut g.image, &kept[w[0]..w[1]]);
+            g.dirty.store(true, Ordering::Release);
+        }
+        let used = cuts.len() - 1;
+        drop(leaves);
+        for &c in &children[used..] {
+            self.forget_page(st, c);
+        }
+        for c in &dropped {
+            self.release_value(st, page::cell_value(c));
+        }
+        // A root branch left with a single child is replaced by that child.
+        let collapse = match guards.first() {
+            Some(rootg)
+                if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>
+            {
+                Some((rootg.pgno, page::link(&rootg.image)))
+            }
+            _ => None,
+        };
+        drop(guards);
+        if let Some((old, child)) = collapse {
+            *root = Root {
+                pgno: child,
+                height: root.height - 1,
+            };
+            self.forget_page(st, old);
+        }
+        Ok(())
+    }
+
     /// Writes a checkpoint (see the module comment). `freeze` runs with
     /// writers held back by the caller's lock guard `hold_writers` and
     /// returns the last seqno and the log bytes; `sync_log` makes the log
@@ -1214,6 +1394,10 @@ impl BtreeTable {
             self.changes.store(0, Ordering::Release);
             let root = *self.root.read();
             let frozen = std::mem::take(&mut st.fresh);
+            // Left by a recovery's replay, which publishes nothing: those
+            // leaves were pruned against everything visible already.
+            st.untidy.clear();
+            st.untidy_keys.clear();
             let old_map = st.free_map;
             if old_map.1 > 0 {
                 st.retired.push(old_map);
@@ -1481,6 +1665,60 @@ pub(crate) enum Lookup {
 }
 
 /// The user key and seqno of a leaf's last cell.
+/// Which versions of a leaf (or of a run of adjacent leaves), given by
+/// their internal keys in order, a reader can still see (`Horizon`). A
+/// version is kept while it is the newest at or below some live snapshot
+/// or the visible seqno, or is the newest of its key not yet visible.
+/// `newer_before` is the (user key, seqno) of the last version before the
+/// first one, when that key's versions begin in an earlier leaf: the first
+/// group's newest version is then weighed against it instead of being kept
+/// as the newest.
+fn versions_kept(
+    ikeys: &[&[u8]],
+    horizon: &Horizon,
+    newer_before: Option<(&[u8], u64)>,
+) -> Vec<bool> {
+    let n = ikeys.len();
+    let mut keep = vec![true; n];
+    let mut i = 0;
+    while i < n {
+        let uk = key::user_key(ikeys[i]);
+        let mut j = i;
+        while j < n && key::user_key(ikeys[j]) == uk {
+            j += 1;
+        }
+        // Versions i..j, newest first.
+        let mut newer = match newer_before {
+            Some((k, seqno)) if i == 0 && k == uk => seqno,
+            _ => u64::MAX,
+        };
+        for v in i..j {
+            let seqno = ParsedKey::parse(ikeys[v]).map_or(u64::MAX, |k| k.seqno);
+            keep[v] = horizon.needed(seqno, newer);
+            newer = seqno;
+        }
+        // A tombstone that is the oldest version kept hides nothing,
+        // unless older versions of its key may go on in the next leaf (a
+        // key whose versions fill more than a page is split between
+        // leaves): a group that reaches the end keeps it.
+        if j < n {
+            for v in (i..j).rev() {
+                if !keep[v] {
+                    continue;
+                }
+                match ParsedKey::parse(ikeys[v]) {
+                    Some(k) if k.kind == Kind::Delete && k.seqno <= horizon.visible => {
+                        keep[v] = false;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        i = j;
+    }
+    keep
+}
+
 fn last_version(p: &[u8]) -> Option<(Vec<u8>, u64)> {
     let n = page::count(p);
     let k = ParsedKey::parse(page::ikey(p, n.checked_sub(1)?))?;
@@ -1547,6 +1785,51 @@ fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
         }
     }
     mid
+}
+
+/// Where to cut `cells` (a run of `pages` leaves' cells, pruned) into
+/// fewer pages: the cut positions, from 0 to `cells.len()`, or None when
+/// the run cannot be packed into fewer pages than it has. Pages are filled
+/// up, at a change of user key within the last few cells if there is one;
+/// the run's last page may be partly empty (the run packed after it, if
+/// one follows in the same group, takes it in). But a run that fits in one
+/// page only more than 15/16 full is cut in two halves instead, so that a
+/// page of live data one write from full is not split and packed again by
+/// every write to it.
+fn pack(cells: &[Vec<u8>], room: usize, pages: usize) -> Option<Vec<usize>> {
+    let mut before = Vec::with_capacity(cells.len() + 1);
+    before.push(0usize);
+    for c in cells {
+        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
+    }
+    let total = before.last().copied().unwrap_or(0);
+    let key_change = |i: usize| {
+        key::user_key(cell_key(&cells[i - 1], true)) != key::user_key(cell_key(&cells[i], true))
+    };
+    let mut cuts = vec![0usize];
+    if cells.len() >= 2 && total <= room && total > room / 16 * 15 {
+        let half = before
+            .partition_point(|&b| b < total / 2)
+            .clamp(1, cells.len() - 1);
+        cuts.push(half);
+    } else {
+        let mut start = 0;
+        while total - before[start] > room {
+            // The last cut that fits, or a change of user key just before it.
+            let mut i = start + 1;
+            while i < cells.len() && before[i + 1] - before[start] <= room {
+                i += 1;
+            }
+            let cut = (i.saturating_sub(4).max(start + 1)..=i)
+                .rev()
+                .find(|&j| key_change(j))
+                .unwrap_or(i);
+            cuts.push(cut);
+            start = cut;
+        }
+    }
+    cuts.push(cells.len());
+    (cuts.len() - 1 < pages).then_some(cuts)
 }
 
 /// The separator between two adjacent leaves: the shortest user-key prefix
@@ -1643,6 +1926,7 @@ mod tests {
         };
         // Versions of one key at 90, 60, 40, 30, 10 (newest first).
         assert!(h.needed(110, u64::MAX)); // not yet visible
+        assert!(!h.needed(105, 110)); // replaced within the group applied
         assert!(h.needed(90, 110)); // newest at visible
         assert!(!h.needed(60, 90)); // no reader between 60 and 90
         assert!(h.needed(40, 60)); // snapshot 50
@@ -1668,5 +1952,66 @@ mod tests {
         assert!(key::compare(&a, &s).is_lt() && key::compare(&s, &b).is_le());
         let b2 = internal_key(b"apple", 1, Kind::Put);
         assert_eq!(separator(&a, &b2), b2);
+    }
+
+    fn cells_of(keys: &[(&str, u64)], value: usize) -> Vec<Vec<u8>> {
+        keys.iter()
+            .map(|&(k, seqno)| {
+                let ik = internal_key(k.as_bytes(), seqno, Kind::Put);
+                page::leaf_cell(&ik, Value::Inline(&vec![b'v'; value]))
+            })
+            .collect()
+    }
+
+    fn page_bytes(cells: &[Vec<u8>]) -> usize {
+        cells.iter().map(|c| c.len() + 2).sum()
+    }
+
+    #[test]
+    fn a_run_packs_into_full_pages_cut_between_keys() {
+        // Goal: `pack` puts a run's cells into as few pages as hold them,
+        // each within the page, cutting between user keys when one is near.
+        let names: Vec<String> = (0..100).map(|i| format!("key{i:03}")).collect();
+        let mut keys: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 5)).collect();
+        // Two versions of key050: a cut should not fall between them.
+        keys.insert(51, ("key050", 4));
+        let cells = cells_of(&keys, 100);
+        let room = 4096 - page::DISK_HEADER - page::HEADER;
+        let cuts = pack(&cells, room, 6).expect("fewer pages");
+        assert_eq!(cuts.first(), Some(&0));
+        assert_eq!(cuts.last(), Some(&cells.len()));
+        assert_eq!(cuts.len() - 1, page_bytes(&cells).div_ceil(room));
+        for w in cuts.windows(2) {
+            assert!(
+                w[0] < w[1] && page_bytes(&cells[w[0]..w[1]]) <= room,
+                "{cuts:?}"
+            );
+            assert!(
+                w[1] == cells.len() || w[1] != 51,
+                "cut inside a key: {cuts:?}"
+            );
+        }
+        // Already as few pages as it can be: left alone.
+        assert_eq!(pack(&cells, room, cuts.len() - 1), None);
+    }
+
+    #[test]
+    fn a_run_that_would_fill_one_page_is_cut_in_two() {
+        // Goal: a run that fits one page only more than 15/16 full becomes
+        // two half pages (or stays as it is, if it is two pages already),
+        // so that the next write to it does not split it again at once.
+        let room = 4096 - page::DISK_HEADER - page::HEADER;
+        let names: Vec<String> = (0..100).map(|i| format!("key{i:03}")).collect();
+        let keys: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 5)).collect();
+        let per = cells_of(&keys[..1], 100)[0].len() + 2;
+        let n = room / per;
+        let cells = cells_of(&keys[..n], 100);
+        assert!(page_bytes(&cells) > room / 16 * 15);
+        assert_eq!(pack(&cells, room, 2), None);
+        let cuts = pack(&cells, room, 3).expect("two pages");
+        assert_eq!(cuts.len(), 3);
+        assert!(cuts[1].abs_diff(n / 2) <= 1, "{cuts:?}");
+        let few = cells_of(&keys[..n / 2], 100);
+        assert_eq!(pack(&few, room, 2), Some(vec![0, few.len()]));
     }
 }

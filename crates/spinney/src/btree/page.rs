@@ -394,15 +394,20 @@ pub(crate) enum Value<'a> {
 
 pub(crate) fn value(p: &[u8], i: usize) -> Value<'_> {
     let off = cell_offset(p, i);
-    let klen = u16_at(p, off);
-    let at = off + 3 + klen;
-    let len = u32_at(p, at);
-    match p.get(off + 2) {
-        Some(0) => Value::Inline(p.get(at + 4..at + 4 + len as usize).unwrap_or(&[])),
+    cell_value(p.get(off..).unwrap_or(&[]))
+}
+
+/// The value of a raw leaf cell (see `cell_bytes`).
+pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
+    let klen = u16_at(c, 0);
+    let at = 3 + klen;
+    let len = u32_at(c, at);
+    match c.get(2) {
+        Some(0) => Value::Inline(c.get(at + 4..at + 4 + len as usize).unwrap_or(&[])),
         _ => Value::Overflow {
             len,
-            first: u64_at(p, at + 4),
-            pages: u32_at(p, at + 12),
+            first: u64_at(c, at + 4),
+            pages: u32_at(c, at + 12),
         },
     }
 }

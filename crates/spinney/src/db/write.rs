@@ -289,6 +289,28 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     debug_assert_eq!(s, seqno + 1);
     db.last_seqno.store(seqno, Ordering::Release);
     db.visible_seqno.store(seqno, Ordering::Release);
+    // Pack the leaves the group split to hold versions that publishing it
+    // has hidden (a leaf rewritten whole in one group).
+    let mut untidy: Vec<_> = btrees
+        .iter()
+        .map(|t| (t, t.writer()))
+        .filter(|(_, st)| !st.is_tidy())
+        .collect();
+    if !untidy.is_empty() {
+        let horizon = Horizon {
+            visible: seqno,
+            snapshots: db.snapshots.lock().keys().copied().collect(),
+        };
+        for (t, st) in &mut untidy {
+            if let Err(e) = t.tidy(st, &horizon) {
+                // The group is published and in the log; the table is
+                // marked failed, so later writes are refused and reopening
+                // replays the log over its durable image.
+                db.poison(format!("table {:?}: {e}", t.name));
+            }
+        }
+    }
+    drop(untidy);
     db.counters.commit_groups.fetch_add(1, Ordering::Relaxed);
     db.counters.commits.fetch_add(
         results.iter().filter(|r| r.is_ok()).count() as u64,
