@@ -324,6 +324,8 @@ pub(crate) struct BtreeTable {
     ckpt: Mutex<Checkpoint>,
     /// The seqno of the durable checkpoint: the log before it is not needed.
     pub persisted_seqno: AtomicU64,
+    /// The generation of the durable checkpoint.
+    pub durable_generation: AtomicU64,
     /// Log bytes written when the last checkpoint froze.
     pub wal_bytes_at_checkpoint: AtomicU64,
     /// Entries applied since the last freeze (whether a checkpoint has work).
@@ -405,6 +407,8 @@ impl BtreeTable {
         options: TableOptions,
         cache: Arc<Cache>,
         owner: u64,
+        min_generation: u64,
+        log_start: u64,
     ) -> Result<BtreeTable> {
         let path = dir.join(file_name(id));
         if !fs.exists(&path)? {
@@ -434,6 +438,24 @@ impl BtreeTable {
                 format!("no valid checkpoint header ({})", why.join("; ")),
             ));
         };
+        // The manifest records each durable checkpoint after its header:
+        // a valid header older than that is a fallback past a damaged newer
+        // one (a torn header write is never recorded). It is used only if
+        // the log still holds every commit after it (`log_start`: the first
+        // seqno in the log); the log behind a durable checkpoint may be
+        // deleted.
+        if c.generation < min_generation && c.seqno.saturating_add(1) < log_start {
+            let damaged = min_generation % 2;
+            return Err(Error::corruption(
+                &path,
+                damaged * page_size as u64,
+                format!(
+                    "the header of checkpoint generation {min_generation} (slot {damaged}),                      durable by the manifest, is damaged ({}); the older checkpoint                      (generation {}) cannot be used, since the log after it may be gone",
+                    why.join("; "),
+                    c.generation
+                ),
+            ));
+        }
         let pf = Arc::new(PageFile {
             file,
             page_size,
@@ -483,6 +505,7 @@ impl BtreeTable {
             }),
             tree: Mutex::new(state),
             persisted_seqno: AtomicU64::new(c.seqno),
+            durable_generation: AtomicU64::new(c.generation),
             ckpt: Mutex::new(c),
             wal_bytes_at_checkpoint: AtomicU64::new(0),
             changes: AtomicU64::new(0),
@@ -1367,13 +1390,16 @@ impl BtreeTable {
     /// Writes a checkpoint (see the module comment). `freeze` runs with
     /// writers held back by the caller's lock guard `hold_writers` and
     /// returns the last seqno and the log bytes; `sync_log` makes the log
-    /// durable up to a seqno. Returns the pages written (0 when nothing
+    /// durable up to a seqno; `record` records a durable generation in the
+    /// manifest (after the header is durable, before the log behind it may
+    /// be deleted). Returns the pages written (0 when nothing
     /// changed since the last checkpoint: then only the in-memory persisted
     /// seqno moves, since the log past it holds nothing of this table).
     pub(crate) fn checkpoint<G>(
         &self,
         hold_writers: impl FnOnce() -> (G, u64, u64),
         sync_log: impl FnOnce(u64) -> Result<()>,
+        record: impl FnOnce(u64) -> Result<()>,
     ) -> Result<u64> {
         let mut durable = self.ckpt.lock();
         self.check_failed()?;
@@ -1458,6 +1484,14 @@ impl BtreeTable {
         // refused, and reopening recovers from the durable image and the log.
         let written = self
             .write_image(frozen, &c, &blob, sync_log)
+            .and_then(|written| {
+                // Durable: a manifest rolled from now on records it; the
+                // edit records it in the live manifest.
+                self.durable_generation
+                    .store(c.generation, Ordering::Release);
+                record(c.generation)?;
+                Ok(written)
+            })
             .inspect_err(|e| self.file.fail(&format!("a checkpoint failed: {e}")))?;
         // Durable: what only older images used is free now, once no
         // descent is reading it.

@@ -404,6 +404,8 @@ impl Db {
                 options,
                 Arc::clone(&inner.cache),
                 owner,
+                1,
+                0,
             );
             let t = match opened {
                 Ok(t) => Arc::new(t),

@@ -46,6 +46,9 @@ struct TableState {
     record: TableRecord,
     levels: Vec<BTreeMap<u64, FileRecord>>,
     flushed_seqno: u64,
+    /// A B-tree table's newest durable checkpoint generation (0: none
+    /// recorded).
+    checkpoint_generation: u64,
 }
 
 #[derive(Default)]
@@ -85,6 +88,7 @@ impl Recovered {
                     record,
                     levels,
                     flushed_seqno: 0,
+                    checkpoint_generation: 0,
                 },
             );
         }
@@ -123,8 +127,26 @@ impl Recovered {
                 t.flushed_seqno = t.flushed_seqno.max(seqno);
             }
         }
+        for (id, generation) in edit.checkpointed {
+            if let Some(t) = self.tables.get_mut(&id) {
+                t.checkpoint_generation = t.checkpoint_generation.max(generation);
+            }
+        }
         Ok(())
     }
+}
+
+/// The seqno of the first batch in the log segments (in order), if any
+/// holds one: every commit from it on is in the log. A first record that
+/// does not parse gives None (the replay reports it).
+fn first_logged_seqno(fs: &dyn Fs, dir: &Path, segments: &[u64]) -> Result<Option<u64>> {
+    for &number in segments {
+        let mut reader = LogReader::new(fs.read_all(&dir.join(wal_name(number)))?);
+        if let Read::Record { data, .. } = reader.next() {
+            return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
+        }
+    }
+    Ok(None)
 }
 
 fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(u64, Recovered)> {
@@ -211,6 +233,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
 
+    let mut segments: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_numbered(n, "wal"))
+        .filter(|&n| n >= state.log_number)
+        .collect();
+    segments.sort_unstable();
+    let log_start = first_logged_seqno(&*fs, dir, &segments)?.unwrap_or(state.last_seqno + 1);
+
     // Build the tables from the manifest.
     let mut tables: BTreeMap<String, Arc<LsmTable>> = BTreeMap::new();
     let mut btrees: BTreeMap<String, Arc<BtreeTable>> = BTreeMap::new();
@@ -226,6 +256,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 t.record.options.clone(),
                 Arc::clone(&cache),
                 owner,
+                t.checkpoint_generation,
+                log_start,
             )?;
             btrees.insert(t.record.name.clone(), Arc::new(table));
             continue;
@@ -280,12 +312,6 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         visible: SEQNO_MAX,
         snapshots: Vec::new(),
     };
-    let mut segments: Vec<u64> = names
-        .iter()
-        .filter_map(|n| parse_numbered(n, "wal"))
-        .filter(|&n| n >= state.log_number)
-        .collect();
-    segments.sort_unstable();
     let mut last_seqno = state.last_seqno;
     'segments: for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(wal_name(number));
@@ -398,7 +424,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     for t in btrees.values() {
         // The log being replayed is durable already.
-        t.checkpoint(|| ((), last_seqno, 0), |_| Ok(()))?;
+        // The manifest started below records its generation.
+        t.checkpoint(|| ((), last_seqno, 0), |_| Ok(()), |_| Ok(()))?;
     }
     fs.sync_dir(dir)?;
 

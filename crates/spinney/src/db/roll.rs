@@ -69,6 +69,8 @@ impl WholeState<'_> {
                 name: t.name.clone(),
                 options: t.options.clone(),
             });
+            edit.checkpointed
+                .push((t.id, t.durable_generation.load(Ordering::Acquire)));
         }
         edit.created.sort_by_key(|r| r.id);
         edit

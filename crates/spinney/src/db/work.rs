@@ -306,6 +306,13 @@ fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
             )
         },
         |seqno| sync_wal_to(db, seqno),
+        |generation| {
+            let edit = VersionEdit {
+                checkpointed: vec![(t.id, generation)],
+                ..VersionEdit::default()
+            };
+            db.vs.lock().log(db, &edit)
+        },
     )?;
     delete_obsolete_wal(db);
     Ok(pages * t.file.page_size as u64)

@@ -39,6 +39,7 @@ mod tag {
     pub const ADD_FILE: u32 = 7;
     pub const DELETE_FILE: u32 = 8;
     pub const FLUSHED_SEQNO: u32 = 9;
+    pub const CHECKPOINT: u32 = 10;
 }
 
 /// A table as the catalog records it.
@@ -77,6 +78,9 @@ pub(crate) struct VersionEdit {
     pub deleted: Vec<(u32, u32, u64)>,
     /// (table id, seqno): every entry of the table up to seqno is in its SSTs.
     pub flushed: Vec<(u32, u64)>,
+    /// (table id, generation): the B-tree table's checkpoint of this
+    /// generation is durable, so an older header slot may not be used.
+    pub checkpointed: Vec<(u32, u64)>,
 }
 
 fn put_field(dst: &mut Vec<u8>, tag: u32, payload: &[u8]) {
@@ -182,6 +186,12 @@ impl VersionEdit {
                 put_varint64(p, seqno);
             });
         }
+        for &(table, generation) in &self.checkpointed {
+            field(&mut out, tag::CHECKPOINT, &|p| {
+                put_varint32(p, table);
+                put_varint64(p, generation);
+            });
+        }
         out
     }
 
@@ -223,6 +233,11 @@ impl VersionEdit {
                     let table = p.varint32().map_err(shift)?;
                     let seqno = p.varint64().map_err(shift)?;
                     edit.flushed.push((table, seqno));
+                }
+                tag::CHECKPOINT => {
+                    let table = p.varint32().map_err(shift)?;
+                    let generation = p.varint64().map_err(shift)?;
+                    edit.checkpointed.push((table, generation));
                 }
                 _ => {
                     return Err(DecodeError {
@@ -467,6 +482,7 @@ mod tests {
             )],
             deleted: vec![(2, 1, 5)],
             flushed: vec![(2, 10)],
+            checkpointed: vec![(3, 7)],
         }
     }
 
@@ -488,6 +504,11 @@ mod tests {
             ..VersionEdit::default()
         };
         assert_eq!(e.encode(), [1, 1, 5, 9, 3, 1, 0xAC, 0x02]);
+        let c = VersionEdit {
+            checkpointed: vec![(2, 300)],
+            ..VersionEdit::default()
+        };
+        assert_eq!(c.encode(), [10, 3, 2, 0xAC, 0x02]);
     }
 
     #[test]
