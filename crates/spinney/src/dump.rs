@@ -166,5 +166,8 @@ fn describe_edit(e: &VersionEdit) -> String {
     for (t, s) in &e.flushed {
         parts.push(format!("table {t} flushed to seqno {s}"));
     }
+    for (t, g) in &e.checkpointed {
+        parts.push(format!("table {t} checkpointed at generation {g}"));
+    }
     parts.join("; ")
 }
