@@ -6,7 +6,9 @@
 //!   write-ahead log): it selects the weakest durability, `Durability::Off`,
 //!   which writes the log in large pieces and never syncs it.
 //! - `--stats_interval=N` keeps db_bench's meaning (a progress line every N
-//!   operations); `--stats_interval_seconds=S` prints one every S seconds.
+//!   operations, checked every 100 ms, so a line comes at the first look
+//!   after N more); `--stats_interval_seconds=S` prints one every S seconds.
+//!   Either way the line covers all threads of the benchmark.
 //! - `--seed=0` is a seed like any other (RocksDB takes the time for 0): runs
 //!   with the same flags make the same keys.
 //! - `--threads` applies to every benchmark except the sequential fills,
@@ -480,7 +482,8 @@ struct Flags {
     /// fillrandom, fillbatch, overwrite, readseq, readreverse, readrandom,
     /// readmissing, readwhilewriting, seekrandom, deleterandom, flush,
     /// compact, compact0, compact1, compactall, waitforcompaction,
-    /// checkpoint, stats, shape.
+    /// checkpoint, stats, shape. Default: fillseq, fillrandom, overwrite,
+    /// readrandom, readseq, readreverse, seekrandom, readwhilewriting.
     #[arg(long, value_name = "LIST")]
     benchmarks: Option<String>,
     /// Entries to write; keys are drawn from [0, num).
@@ -518,27 +521,27 @@ struct Flags {
     #[arg(long, value_enum)]
     table_kind: Option<KindArg>,
     /// Bytes of the cache shared by SST blocks and B-tree pages.
-    #[arg(long)]
-    cache_size: Option<u64>,
+    #[arg(long, default_value_t = Config::default().cache_size)]
+    cache_size: u64,
     /// Bloom filter bits per key (LSM); 0 for none.
-    #[arg(long)]
-    bloom_bits: Option<u32>,
+    #[arg(long, default_value_t = Config::default().bloom_bits)]
+    bloom_bits: u32,
     /// Block (LSM) or page (B-tree) compression.
-    #[arg(long, value_enum)]
-    compression_type: Option<CompressionArg>,
+    #[arg(long, value_enum, default_value = "none")]
+    compression_type: CompressionArg,
     /// Compaction style of the LSM table.
-    #[arg(long, value_enum)]
-    compaction_style: Option<CompactionArg>,
+    #[arg(long, value_enum, default_value = "leveled")]
+    compaction_style: CompactionArg,
     /// Threads for flushes, compactions and checkpoints; 0 for none (the
     /// writers do the work).
-    #[arg(long)]
-    background_threads: Option<usize>,
+    #[arg(long, default_value_t = Config::default().background_threads)]
+    background_threads: usize,
     /// Bytes of a memtable before it is flushed (LSM).
-    #[arg(long)]
-    write_buffer_size: Option<usize>,
+    #[arg(long, default_value_t = Config::default().write_buffer_size)]
+    write_buffer_size: usize,
     /// Bytes of a B-tree page (a power of two, 4096 to 32768).
-    #[arg(long)]
-    page_size: Option<usize>,
+    #[arg(long, default_value_t = Config::default().page_size)]
+    page_size: usize,
     /// The database directory (default: a new temporary directory, removed
     /// at the end). Without --use_existing_db=1 its database is deleted
     /// first; a directory holding anything else is refused.
@@ -589,9 +592,8 @@ struct Flags {
 
 impl Flags {
     fn into_config(self) -> Result<Config, String> {
-        let defaults = Config::default();
         let benchmarks = match &self.benchmarks {
-            None => defaults.benchmarks.clone(),
+            None => Config::default().benchmarks,
             Some(list) => parse_benchmarks(list)?,
         };
         let kind_from_lsm = self.use_lsm.map(|lsm| {
@@ -645,24 +647,20 @@ impl Flags {
             batch_size: self.batch_size,
             writes_per_second: self.writes_per_second,
             table_kind,
-            cache_size: self.cache_size.unwrap_or(defaults.cache_size),
-            bloom_bits: self.bloom_bits.unwrap_or(defaults.bloom_bits),
+            cache_size: self.cache_size,
+            bloom_bits: self.bloom_bits,
             compression: match self.compression_type {
-                None => defaults.compression,
-                Some(CompressionArg::None) => Compression::None,
-                Some(CompressionArg::Lz4) => Compression::Lz4,
-                Some(CompressionArg::Zstd) => Compression::Zstd,
+                CompressionArg::None => Compression::None,
+                CompressionArg::Lz4 => Compression::Lz4,
+                CompressionArg::Zstd => Compression::Zstd,
             },
             compaction_style: match self.compaction_style {
-                None => defaults.compaction_style,
-                Some(CompactionArg::Leveled) => CompactionStyle::Leveled,
-                Some(CompactionArg::Tiered) => CompactionStyle::Tiered,
+                CompactionArg::Leveled => CompactionStyle::Leveled,
+                CompactionArg::Tiered => CompactionStyle::Tiered,
             },
-            background_threads: self
-                .background_threads
-                .unwrap_or(defaults.background_threads),
-            write_buffer_size: self.write_buffer_size.unwrap_or(defaults.write_buffer_size),
-            page_size: self.page_size.unwrap_or(defaults.page_size),
+            background_threads: self.background_threads,
+            write_buffer_size: self.write_buffer_size,
+            page_size: self.page_size,
             db: self.db,
             use_existing_db: self.use_existing_db,
             durability,

@@ -5,18 +5,23 @@
 //! Thread-safety: `Progress` is used by the sampler thread only.
 
 use std::io::IsTerminal;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A benchmark's progress display.
 pub struct Progress {
     bar: Option<ProgressBar>,
+    started: Instant,
 }
 
 impl Progress {
     /// No bar; progress lines go to stderr.
     pub fn hidden() -> Progress {
-        Progress { bar: None }
+        Progress {
+            bar: None,
+            started: Instant::now(),
+        }
     }
 
     /// A bar for the benchmark `name` if `wanted` and stderr is a terminal.
@@ -29,24 +34,33 @@ impl Progress {
         let (bar, template) = match expected_ops {
             Some(total) => (
                 ProgressBar::new(total),
-                "{prefix:<16} [{bar:30}] {human_pos}/{human_len} {per_sec} ETA {eta}",
+                "{prefix:<16} [{bar:30}] {human_pos}/{human_len} {msg} ETA {eta}",
             ),
             None => (
                 ProgressBar::new_spinner(),
-                "{prefix:<16} {spinner} {human_pos} ops {per_sec} {elapsed}",
+                "{prefix:<16} {spinner} {human_pos} ops {msg} {elapsed}",
             ),
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_prefix(name.to_string());
-        Progress { bar: Some(bar) }
+        Progress {
+            bar: Some(bar),
+            started: Instant::now(),
+        }
     }
 
     /// Operations done so far.
     pub fn set(&self, ops: u64) {
         if let Some(bar) = &self.bar {
             bar.set_position(ops);
+            // The mean rate, as a whole number (indicatif's {per_sec} shows
+            // four decimals of a rate measured over its last few updates).
+            let seconds = self.started.elapsed().as_secs_f64();
+            if seconds > 0.0 {
+                bar.set_message(format!("{:.0} ops/sec", ops as f64 / seconds));
+            }
         }
     }
 
