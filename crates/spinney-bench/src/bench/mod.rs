@@ -1,0 +1,363 @@
+//! Running benchmarks: the database and its one table, fresh databases for
+//! the fills, the figures of each benchmark, the report and the chart; and
+//! the default comparison of an LSM table with a B-tree table.
+//!
+//! Thread-safety: `run_benchmarks` runs in the caller's thread and starts
+//! the benchmarks' threads itself (see `worker`).
+
+mod worker;
+mod workloads;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use spinney::{Db, Table, TableKind};
+
+use crate::latency::{new_histogram, Latency};
+use crate::measure::{dir_size, Resources};
+use crate::output;
+use crate::plot;
+use crate::report::Report;
+use crate::{BenchError, BenchResult, Benchmark, Config, Found, ReadContextMean, WriterFigures};
+
+use self::worker::Measured;
+
+/// The name of the benchmarks' table.
+pub const TABLE: &str = "default";
+
+/// The database of a run and its table.
+struct Session {
+    db: Db,
+    table: Table,
+    dir: PathBuf,
+}
+
+impl Session {
+    fn open(config: &Config, dir: &Path) -> Result<Session, BenchError> {
+        let db =
+            Db::open(dir, config.db_options()).map_err(|e| setup_error("open the database", e))?;
+        let table = match db.table(TABLE) {
+            Ok(t) => {
+                let kind = t.options().kind;
+                if kind != config.table_kind {
+                    return Err(BenchError::Config(format!(
+                        "the table '{TABLE}' in {} is a {} table; pass --table_kind={}",
+                        dir.display(),
+                        kind.name(),
+                        kind.name()
+                    )));
+                }
+                t
+            }
+            Err(spinney::Error::NoSuchTable(_)) => {
+                db.create_table(TABLE, config.table_options())
+                    .map_err(|e| setup_error("create the table", e))?
+            }
+            Err(e) => return Err(setup_error("open the table", e)),
+        };
+        Ok(Session {
+            db,
+            table,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Closes the database, deletes it, and opens a new empty one.
+    fn reopen_fresh(self, config: &Config) -> Result<Session, BenchError> {
+        let dir = self.dir.clone();
+        self.close()?;
+        destroy(&dir)?;
+        Session::open(config, &dir)
+    }
+
+    fn close(self) -> Result<(), BenchError> {
+        drop(self.table);
+        self.db
+            .close()
+            .map_err(BenchError::engine("close the database"))
+    }
+}
+
+/// An engine error while setting up: a refused option is a usage error.
+fn setup_error(context: &str, e: spinney::Error) -> BenchError {
+    match e {
+        spinney::Error::InvalidArgument(m) => BenchError::Config(m),
+        error => BenchError::Engine {
+            context: context.to_string(),
+            error,
+        },
+    }
+}
+
+/// Empties `dir` for a new database: creates it if missing, deletes the
+/// spinney database it holds, refuses a directory holding anything else.
+fn destroy(dir: &Path) -> Result<(), BenchError> {
+    let shown = dir.display();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().count(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(BenchError::io(format!("read {shown}"))(e)),
+    };
+    if entries > 0 {
+        if !dir.join("CURRENT").exists() {
+            return Err(BenchError::Config(format!(
+                "--db={shown} holds files but no spinney database (no CURRENT file); refusing to delete them"
+            )));
+        }
+        std::fs::remove_dir_all(dir).map_err(BenchError::io(format!("delete {shown}")))?;
+    }
+    std::fs::create_dir_all(dir).map_err(BenchError::io(format!("create {shown}")))
+}
+
+/// Runs `config.benchmarks` in order on one database, prints db_bench's
+/// output to `out` (and the environment and progress to stderr), writes the
+/// report and the chart if asked, and returns a result per timed benchmark
+/// (stats and shape only print).
+pub fn run_benchmarks(
+    config: &Config,
+    out: &mut dyn Write,
+) -> Result<Vec<BenchResult>, BenchError> {
+    config.validate().map_err(BenchError::Config)?;
+    let temp;
+    let dir = match &config.db {
+        Some(d) => d.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("spinney-bench-")
+                .tempdir()
+                .map_err(BenchError::io("create a temporary directory"))?;
+            temp.path().join("db")
+        }
+    };
+    if !config.use_existing_db {
+        destroy(&dir)?;
+    }
+    // Open first, so that options the engine refuses are reported before
+    // anything is printed.
+    let mut session = Session::open(config, &dir)?;
+    let mut report = config.report.as_deref().map(Report::create).transpose()?;
+    // eprint!, not a write to stderr, so that test harnesses capture it.
+    eprint!("{}", output::environment());
+    output::header(out, config).map_err(BenchError::io("print"))?;
+    let run_start = Instant::now();
+    let mut results = Vec::new();
+    for (index, &benchmark) in config.benchmarks.iter().enumerate() {
+        let print = BenchError::io("print");
+        if benchmark.wants_fresh_db() {
+            if config.use_existing_db {
+                writeln!(
+                    out,
+                    "{:<12} : skipped (--use_existing_db is true)",
+                    benchmark.name()
+                )
+                .map_err(print)?;
+                continue;
+            }
+            session = session.reopen_fresh(config)?;
+        }
+        match benchmark {
+            Benchmark::Stats => {
+                writeln!(out, "\n{}", session.db.stats()).map_err(print)?;
+                continue;
+            }
+            Benchmark::Shape => {
+                let shape = session
+                    .table
+                    .shape()
+                    .map_err(BenchError::engine("read the table's shape"))?;
+                writeln!(out, "\n{shape}").map_err(print)?;
+                continue;
+            }
+            _ => {}
+        }
+        let start_seconds = run_start.elapsed().as_secs_f64();
+        let result = run_one(&session, config, index, benchmark, start_seconds)?;
+        output::write_result(out, &result, config.histogram).map_err(print)?;
+        if let Some(r) = &mut report {
+            r.add(&result)?;
+        }
+        results.push(result);
+    }
+    session.close()?;
+    if let Some(path) = &config.plot {
+        draw(path, &results)?;
+    }
+    Ok(results)
+}
+
+/// Runs one benchmark (a workload or an operation) and gathers its figures.
+fn run_one(
+    session: &Session,
+    config: &Config,
+    index: usize,
+    benchmark: Benchmark,
+    start_seconds: f64,
+) -> Result<BenchResult, BenchError> {
+    let before = Resources::now(&session.db);
+    let measured = if benchmark.is_operation() {
+        operation(session, benchmark)
+    } else {
+        let ctx = workloads::Context {
+            db: &session.db,
+            table: &session.table,
+            config,
+            index,
+        };
+        workloads::run(&ctx, benchmark)
+    }
+    .map_err(BenchError::engine(format!("{benchmark}")))?;
+    let resources = Resources::now(&session.db).since(&before);
+    let db_size_bytes = dir_size(&session.dir);
+    // db_bench pretends one operation was done, so that a benchmark that
+    // did nothing still prints numbers rather than a division by zero.
+    let ops_for_rates = measured.ops.max(1);
+    let wall = measured.wall.max(Duration::from_nanos(1));
+    let mb_per_sec = measured.bytes as f64 / 1_048_576.0 / wall.as_secs_f64();
+    let found = (benchmark.is_read()
+        && !matches!(benchmark, Benchmark::ReadSeq | Benchmark::ReadReverse))
+    .then_some(Found {
+        found: measured.found,
+        total: measured.attempted,
+    });
+    let read_context = benchmark
+        .is_read()
+        .then(|| ReadContextMean::of(&measured.read_context, measured.ops));
+    let writer = measured.writer.map(|w| WriterFigures {
+        writes: w.writes,
+        elapsed: w.elapsed,
+        writes_per_sec: w.writes as f64 / w.elapsed.as_secs_f64().max(1e-9),
+        limit_per_sec: config.writes_per_second,
+    });
+    let threads = match benchmark {
+        _ if benchmark.is_operation() => 1,
+        Benchmark::FillSeq | Benchmark::FillSeqBatch | Benchmark::FillBatch => 1,
+        _ => config.threads,
+    };
+    Ok(BenchResult {
+        benchmark,
+        table_kind: config.table_kind,
+        threads,
+        ops: measured.ops,
+        elapsed: measured.wall,
+        start_seconds,
+        micros_per_op: measured.thread_time.as_secs_f64() * 1e6 / ops_for_rates as f64,
+        ops_per_sec: ops_for_rates as f64 / wall.as_secs_f64(),
+        bytes: measured.bytes,
+        mb_per_sec: if measured.bytes > 0 { mb_per_sec } else { 0.0 },
+        found,
+        latency: Latency::of(&measured.hist),
+        histogram: measured.hist,
+        resources,
+        amplification: resources.per_thousand(measured.ops),
+        read_context,
+        db_size_bytes,
+        intervals: measured.intervals,
+        writer,
+    })
+}
+
+/// Runs one operation on the database, timed as one operation.
+fn operation(session: &Session, benchmark: Benchmark) -> spinney::Result<Measured> {
+    let started = Instant::now();
+    match benchmark {
+        Benchmark::Flush => session.db.flush()?,
+        Benchmark::Compact | Benchmark::CompactAll => session.table.compact_all()?,
+        Benchmark::Compact0 => session.table.compact_level(0)?,
+        Benchmark::Compact1 => session.table.compact_level(1)?,
+        Benchmark::WaitForCompaction => session.db.wait_for_compaction()?,
+        Benchmark::Checkpoint => session.db.checkpoint()?,
+        other => {
+            return Err(spinney::Error::InvalidArgument(format!(
+                "{other} is not an operation"
+            )))
+        }
+    }
+    let wall = started.elapsed();
+    let mut hist = new_histogram();
+    hist.saturating_record(u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX));
+    Ok(Measured {
+        hist,
+        ops: 1,
+        bytes: 0,
+        found: 0,
+        attempted: 0,
+        wall,
+        thread_time: wall,
+        read_context: spinney::ReadContext::default(),
+        intervals: Vec::new(),
+        writer: None,
+    })
+}
+
+/// Draws ops/sec over the run's time, one line per benchmark.
+fn draw(path: &Path, results: &[BenchResult]) -> Result<(), BenchError> {
+    let series: Vec<plot::Series> = results
+        .iter()
+        .filter(|r| !r.intervals.is_empty())
+        .map(|r| plot::Series {
+            name: format!("{} ({})", r.benchmark.name(), r.table_kind.name()),
+            points: r
+                .intervals
+                .iter()
+                .map(|i| (r.start_seconds + i.elapsed_seconds, i.ops_per_sec))
+                .collect(),
+        })
+        .collect();
+    plot::lines(path, "ops/sec over time", "seconds", "ops/sec", &series).map_err(BenchError::Plot)
+}
+
+/// The results of the default comparison.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The workloads on an LSM table.
+    pub lsm: Vec<BenchResult>,
+    /// The same workloads on a B-tree table.
+    pub btree: Vec<BenchResult>,
+}
+
+/// The configuration of the default run (no arguments): the classic
+/// db_bench workloads, sized to take about a minute for both kinds on two
+/// cores in a release build.
+pub fn default_comparison_config() -> Config {
+    Config {
+        benchmarks: vec![
+            Benchmark::FillSeq,
+            Benchmark::FillRandom,
+            Benchmark::Overwrite,
+            Benchmark::ReadRandom,
+            Benchmark::ReadSeq,
+            Benchmark::SeekRandom,
+            Benchmark::ReadWhileWriting,
+        ],
+        num: 800_000,
+        // The same write load beside the readers for both kinds (the
+        // WiredTiger experiment's rate-limited inserter), well below what
+        // either sustains, so that the readers' figures compare.
+        writes_per_second: 20_000,
+        ..Config::default()
+    }
+}
+
+/// Runs `base`'s benchmarks on an LSM table and on a B-tree table, each in
+/// a new temporary directory, then prints them side by side.
+pub fn run_comparison(base: &Config, out: &mut dyn Write) -> Result<Comparison, BenchError> {
+    let mut runs = Vec::new();
+    for kind in [TableKind::Lsm, TableKind::Btree] {
+        let config = Config {
+            table_kind: kind,
+            db: None,
+            use_existing_db: false,
+            report: None,
+            plot: None,
+            ..base.clone()
+        };
+        writeln!(out, "=== {} table ===", kind.name()).map_err(BenchError::io("print"))?;
+        runs.push(run_benchmarks(&config, out)?);
+        writeln!(out).map_err(BenchError::io("print"))?;
+    }
+    let btree = runs.pop().unwrap_or_default();
+    let lsm = runs.pop().unwrap_or_default();
+    output::comparison_table(out, &lsm, &btree).map_err(BenchError::io("print"))?;
+    Ok(Comparison { lsm, btree })
+}

@@ -1,0 +1,793 @@
+//! The configuration of a run (`Config`) and its command line, in db_bench's
+//! names and meanings: `--name=value` or `--name value`.
+//!
+//! Where spinney differs from db_bench, the flag's help says how:
+//! - `--disable_wal=1` cannot skip the log (every spinney table shares one
+//!   write-ahead log): it selects the weakest durability, `Durability::Off`,
+//!   which writes the log in large pieces and never syncs it.
+//! - `--stats_interval=N` keeps db_bench's meaning (a progress line every N
+//!   operations, checked every 100 ms, so a line comes at the first look
+//!   after N more); `--stats_interval_seconds=S` prints one every S seconds.
+//!   Either way the line covers all threads of the benchmark.
+//! - `--seed=0` is a seed like any other (RocksDB takes the time for 0): runs
+//!   with the same flags make the same keys.
+//! - `--threads` applies to every benchmark except the sequential fills,
+//!   which run in one thread (with several, db_bench has each thread write
+//!   the same keys in the same order).
+//!
+//! Thread-safety: plain values.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::builder::BoolishValueParser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum};
+use spinney::{CompactionStyle, Compression, Durability, TableKind, TableOptions};
+
+use crate::keys::KeyFormat;
+
+/// One benchmark of `--benchmarks`: a workload, or an operation on the
+/// database (flush, compaction, checkpoint) or a printout (stats, shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Benchmark {
+    /// Write `num` entries in key order into a fresh database.
+    FillSeq,
+    /// Write `num` entries in key order, `--batch_size` (1000 if not given)
+    /// per batch, into a fresh database.
+    FillSeqBatch,
+    /// Write `num` entries at random keys into a fresh database.
+    FillRandom,
+    /// db_bench's `fillbatch`: `num` entries in key order, 1000 per batch,
+    /// into a fresh database.
+    FillBatch,
+    /// Write `num` entries at random keys into the current database.
+    Overwrite,
+    /// Read `reads` entries in key order with one cursor per thread.
+    ReadSeq,
+    /// Read `reads` entries in reverse key order.
+    ReadReverse,
+    /// Get `reads` random keys.
+    ReadRandom,
+    /// Get `reads` keys that do not exist.
+    ReadMissing,
+    /// `--threads` readers doing readrandom while one writer overwrites
+    /// random keys, rate-limited by `--writes_per_second`.
+    ReadWhileWriting,
+    /// Seek to `reads` random keys, then step `--seek_nexts` times.
+    SeekRandom,
+    /// Delete `num` random keys.
+    DeleteRandom,
+    /// `Db::flush`.
+    Flush,
+    /// Compact the whole key range (`Table::compact_all`).
+    Compact,
+    /// Compact L0 into the level below (`Table::compact_level(0)`).
+    Compact0,
+    /// Compact L1 into L2 (`Table::compact_level(1)`).
+    Compact1,
+    /// The same as `compact`: everything into one sorted run.
+    CompactAll,
+    /// `Db::wait_for_compaction`.
+    WaitForCompaction,
+    /// `Db::checkpoint` (B-tree tables).
+    Checkpoint,
+    /// Print `Db::stats`.
+    Stats,
+    /// Print `Table::shape`.
+    Shape,
+}
+
+impl Benchmark {
+    /// Every benchmark, in the order `--help` lists them.
+    pub const ALL: [Benchmark; 21] = [
+        Benchmark::FillSeq,
+        Benchmark::FillSeqBatch,
+        Benchmark::FillRandom,
+        Benchmark::FillBatch,
+        Benchmark::Overwrite,
+        Benchmark::ReadSeq,
+        Benchmark::ReadReverse,
+        Benchmark::ReadRandom,
+        Benchmark::ReadMissing,
+        Benchmark::ReadWhileWriting,
+        Benchmark::SeekRandom,
+        Benchmark::DeleteRandom,
+        Benchmark::Flush,
+        Benchmark::Compact,
+        Benchmark::Compact0,
+        Benchmark::Compact1,
+        Benchmark::CompactAll,
+        Benchmark::WaitForCompaction,
+        Benchmark::Checkpoint,
+        Benchmark::Stats,
+        Benchmark::Shape,
+    ];
+
+    /// The db_bench name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillSeqBatch => "fillseqbatch",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::FillBatch => "fillbatch",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::ReadSeq => "readseq",
+            Benchmark::ReadReverse => "readreverse",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadMissing => "readmissing",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::Flush => "flush",
+            Benchmark::Compact => "compact",
+            Benchmark::Compact0 => "compact0",
+            Benchmark::Compact1 => "compact1",
+            Benchmark::CompactAll => "compactall",
+            Benchmark::WaitForCompaction => "waitforcompaction",
+            Benchmark::Checkpoint => "checkpoint",
+            Benchmark::Stats => "stats",
+            Benchmark::Shape => "shape",
+        }
+    }
+
+    /// The benchmark called `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Benchmark> {
+        Benchmark::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Every name, comma-separated, for messages.
+    pub fn names() -> String {
+        Benchmark::ALL.map(Benchmark::name).join(", ")
+    }
+
+    /// True for the fills that start from an empty database.
+    pub fn wants_fresh_db(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq
+                | Benchmark::FillSeqBatch
+                | Benchmark::FillRandom
+                | Benchmark::FillBatch
+        )
+    }
+
+    /// True for the single operations on the database (flush, compactions,
+    /// checkpoint, waitforcompaction): timed as one operation.
+    pub fn is_operation(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Flush
+                | Benchmark::Compact
+                | Benchmark::Compact0
+                | Benchmark::Compact1
+                | Benchmark::CompactAll
+                | Benchmark::WaitForCompaction
+                | Benchmark::Checkpoint
+        )
+    }
+
+    /// True for the printouts (stats, shape): no timing, no result.
+    pub fn is_printout(self) -> bool {
+        matches!(self, Benchmark::Stats | Benchmark::Shape)
+    }
+
+    /// True for the benchmarks whose operations are reads (their figures
+    /// include the read context per query).
+    pub fn is_read(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadSeq
+                | Benchmark::ReadReverse
+                | Benchmark::ReadRandom
+                | Benchmark::ReadMissing
+                | Benchmark::ReadWhileWriting
+                | Benchmark::SeekRandom
+        )
+    }
+
+    /// What one operation is, for the histogram's title (RocksDB's
+    /// "Microseconds per read:").
+    pub fn operation(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq
+            | Benchmark::FillSeqBatch
+            | Benchmark::FillRandom
+            | Benchmark::FillBatch
+            | Benchmark::Overwrite => "write",
+            Benchmark::ReadSeq
+            | Benchmark::ReadReverse
+            | Benchmark::ReadRandom
+            | Benchmark::ReadMissing
+            | Benchmark::ReadWhileWriting => "read",
+            Benchmark::SeekRandom => "seek",
+            Benchmark::DeleteRandom => "delete",
+            _ => "op",
+        }
+    }
+}
+
+impl fmt::Display for Benchmark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything a run needs to know. `Config::default()` is db_bench's
+/// defaults with spinney's engine defaults; the command line changes it
+/// through `Config::from_args`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The benchmarks, run in order.
+    pub benchmarks: Vec<Benchmark>,
+    /// Entries to write, and the key range `[0, num)`.
+    pub num: u64,
+    /// Reads per thread of the read benchmarks; `None` for `num`.
+    pub reads: Option<u64>,
+    /// Threads of each benchmark (readers of readwhilewriting).
+    pub threads: usize,
+    /// When set, the random benchmarks run this long instead of `num` or
+    /// `reads` operations.
+    pub duration: Option<Duration>,
+    /// Bytes of each key.
+    pub key_size: usize,
+    /// Bytes of each value.
+    pub value_size: usize,
+    /// Entries per batch of the fills, overwrite and deleterandom; `None`
+    /// for 1 (fillseqbatch: 1000).
+    pub batch_size: Option<usize>,
+    /// The rate limit of readwhilewriting's writer; 0 for none.
+    pub writes_per_second: u64,
+    /// The structure of the table.
+    pub table_kind: TableKind,
+    /// Bytes of the cache shared by SST blocks and B-tree pages.
+    pub cache_size: u64,
+    /// Bloom filter bits per key (LSM); 0 for no filter.
+    pub bloom_bits: u32,
+    /// Block (LSM) or page (B-tree) compression.
+    pub compression: Compression,
+    /// Leveled or tiered (LSM).
+    pub compaction_style: CompactionStyle,
+    /// Threads for flushes, compactions and checkpoints; 0 for none (the
+    /// writers do the work).
+    pub background_threads: usize,
+    /// Bytes of a memtable before it is flushed (LSM).
+    pub write_buffer_size: usize,
+    /// Bytes of a page (B-tree).
+    pub page_size: usize,
+    /// The database directory; `None` for a new temporary directory removed
+    /// at the end of the run.
+    pub db: Option<PathBuf>,
+    /// Keep what `db` holds (and skip the fills that want a fresh database).
+    pub use_existing_db: bool,
+    /// The durability of every commit (`--sync`, `--disable_wal`).
+    pub durability: Durability,
+    /// Steps after each seek of seekrandom.
+    pub seek_nexts: usize,
+    /// Print the latency histogram after each benchmark.
+    pub histogram: bool,
+    /// A progress line every this many operations (db_bench's meaning);
+    /// 0 for none.
+    pub stats_interval_ops: u64,
+    /// A progress line every this long.
+    pub stats_interval: Option<Duration>,
+    /// The length of one interval of the time series (CSV rows, plots).
+    pub report_interval: Duration,
+    /// Seed of every random choice of keys.
+    pub seed: u64,
+    /// Write the time series here, as CSV.
+    pub report: Option<PathBuf>,
+    /// Draw ops/sec over time here (.svg or .png).
+    pub plot: Option<PathBuf>,
+    /// Show a progress bar (only ever on a terminal).
+    pub progress: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let table = TableOptions::default();
+        let engine = spinney::Options::default();
+        Config {
+            benchmarks: vec![
+                Benchmark::FillSeq,
+                Benchmark::FillRandom,
+                Benchmark::Overwrite,
+                Benchmark::ReadRandom,
+                Benchmark::ReadSeq,
+                Benchmark::ReadReverse,
+                Benchmark::SeekRandom,
+                Benchmark::ReadWhileWriting,
+            ],
+            num: 1_000_000,
+            reads: None,
+            threads: 1,
+            duration: None,
+            key_size: 16,
+            value_size: 100,
+            batch_size: None,
+            writes_per_second: 0,
+            table_kind: TableKind::Lsm,
+            cache_size: engine.cache_size,
+            bloom_bits: table.bloom_bits_per_key,
+            compression: table.compression,
+            compaction_style: table.compaction.style,
+            background_threads: engine.background_threads,
+            write_buffer_size: table.write_buffer_size,
+            page_size: table.page_size,
+            db: None,
+            use_existing_db: false,
+            durability: Durability::Normal,
+            seek_nexts: 0,
+            histogram: false,
+            stats_interval_ops: 0,
+            stats_interval: None,
+            report_interval: Duration::from_secs(1),
+            seed: 0,
+            report: None,
+            plot: None,
+            progress: true,
+        }
+    }
+}
+
+impl Config {
+    /// Reads per thread of the read benchmarks.
+    pub fn reads(&self) -> u64 {
+        self.reads.unwrap_or(self.num)
+    }
+
+    /// Entries per batch of `benchmark`.
+    pub fn batch_size_for(&self, benchmark: Benchmark) -> usize {
+        match benchmark {
+            Benchmark::FillBatch => 1000,
+            Benchmark::FillSeqBatch => self.batch_size.unwrap_or(1000),
+            _ => self.batch_size.unwrap_or(1),
+        }
+        .max(1)
+    }
+
+    /// The table's options with the flags applied.
+    pub fn table_options(&self) -> TableOptions {
+        let mut t = match self.table_kind {
+            TableKind::Lsm => TableOptions::lsm(),
+            TableKind::Btree => TableOptions::btree(),
+        };
+        t.compression = self.compression;
+        t.bloom_bits_per_key = self.bloom_bits;
+        t.write_buffer_size = self.write_buffer_size;
+        t.page_size = self.page_size;
+        t.compaction = match self.compaction_style {
+            CompactionStyle::Leveled => spinney::CompactionOptions::leveled(),
+            CompactionStyle::Tiered => spinney::CompactionOptions::tiered(),
+        };
+        t
+    }
+
+    /// The database's options with the flags applied.
+    pub fn db_options(&self) -> spinney::Options {
+        spinney::Options {
+            durability: self.durability,
+            cache_size: self.cache_size,
+            background_threads: self.background_threads,
+            ..spinney::Options::default()
+        }
+    }
+
+    /// Checks what the engine would only find out in the middle of a run:
+    /// keys that do not fit their width or the table, sizes past the limits.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.benchmarks.is_empty() {
+            return Err("--benchmarks names no benchmark".into());
+        }
+        if self.threads == 0 || self.threads > THREADS_MAX {
+            return Err(format!(
+                "--threads={} is outside 1..={THREADS_MAX}",
+                self.threads
+            ));
+        }
+        if self.key_size == 0 {
+            return Err("--key_size must be at least 1".into());
+        }
+        let keys = KeyFormat::new(self.key_size);
+        if self.num > keys.capacity() {
+            return Err(format!(
+                "--num={} does not fit in keys of {} decimal digits (--key_size); at most {}",
+                self.num,
+                self.key_size,
+                keys.capacity()
+            ));
+        }
+        // readmissing adds one byte to the key.
+        let max_key = self.table_options().max_key_len();
+        if self.key_size + 1 > max_key {
+            return Err(format!(
+                "--key_size={} is too long for this table: keys (and readmissing's keys, one byte longer) may be at most {max_key} bytes",
+                self.key_size
+            ));
+        }
+        if self.value_size > spinney::limits::VALUE_BYTES_MAX {
+            return Err(format!(
+                "--value_size={} is above the limit of {} bytes",
+                self.value_size,
+                spinney::limits::VALUE_BYTES_MAX
+            ));
+        }
+        if self.batch_size == Some(0) {
+            return Err("--batch_size must be at least 1".into());
+        }
+        if self.report_interval.is_zero() {
+            return Err("--report_interval_seconds must be above 0".into());
+        }
+        if self.use_existing_db && self.db.is_none() {
+            return Err("--use_existing_db=1 needs --db=DIR".into());
+        }
+        Ok(())
+    }
+
+    /// Parses a command line (the first item is the program name) into a
+    /// configuration. The error is clap's: `err.exit()` prints it and exits
+    /// with 2 for bad flags (0 for `--help` and `--version`).
+    pub fn from_args<I, T>(args: I) -> Result<Config, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let flags = Flags::try_parse_from(args)?;
+        flags
+            .into_config()
+            .map_err(|message| Flags::command().error(ErrorKind::ValueValidation, message))
+    }
+}
+
+/// Most threads a benchmark may start: far past what a measurement on one
+/// machine can use, low enough that a typo does not start a million.
+pub const THREADS_MAX: usize = 1024;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KindArg {
+    Lsm,
+    Btree,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CompressionArg {
+    None,
+    Lz4,
+    Zstd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CompactionArg {
+    Leveled,
+    Tiered,
+}
+
+/// The command line. Flag names are db_bench's (snake_case); boolean flags
+/// take 0/1 (or true/false), and alone mean 1.
+#[derive(Parser)]
+#[command(
+    name = "spinney-bench",
+    version,
+    rename_all = "snake_case",
+    about = "db_bench-compatible benchmarks of spinney's LSM and B-tree tables",
+    long_about = "db_bench-compatible benchmarks of spinney's LSM and B-tree tables.\n\n\
+        With no arguments: a short comparison of an LSM table and a B-tree \
+        table on the same workloads (about a minute). With any flag: \
+        db_bench mode, one table of one kind."
+)]
+struct Flags {
+    /// Comma-separated benchmarks, run in order: fillseq, fillseqbatch,
+    /// fillrandom, fillbatch, overwrite, readseq, readreverse, readrandom,
+    /// readmissing, readwhilewriting, seekrandom, deleterandom, flush,
+    /// compact, compact0, compact1, compactall, waitforcompaction,
+    /// checkpoint, stats, shape. Default: fillseq, fillrandom, overwrite,
+    /// readrandom, readseq, readreverse, seekrandom, readwhilewriting.
+    #[arg(long, value_name = "LIST")]
+    benchmarks: Option<String>,
+    /// Entries to write; keys are drawn from [0, num).
+    #[arg(long, default_value_t = 1_000_000)]
+    num: u64,
+    /// Reads per thread of the read benchmarks; negative for --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    reads: i64,
+    /// Threads per benchmark (readers of readwhilewriting; the sequential
+    /// fills always use one).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Seconds the random benchmarks run instead of --num/--reads
+    /// operations; 0 for off.
+    #[arg(long, default_value_t = 0)]
+    duration: u64,
+    /// Bytes of each key (zero-padded decimal).
+    #[arg(long, default_value_t = 16)]
+    key_size: usize,
+    /// Bytes of each value (compressible to half).
+    #[arg(long, default_value_t = 100)]
+    value_size: usize,
+    /// Entries per batch of the fills, overwrite and deleterandom
+    /// (default 1; fillseqbatch 1000; fillbatch always 1000).
+    #[arg(long)]
+    batch_size: Option<usize>,
+    /// Rate limit of readwhilewriting's writer, in writes per second; 0 for
+    /// none.
+    #[arg(long, default_value_t = 0)]
+    writes_per_second: u64,
+    /// 1 for an LSM table, 0 for a B-tree table (the same as --table_kind).
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1")]
+    use_lsm: Option<bool>,
+    /// The structure of the table.
+    #[arg(long, value_enum)]
+    table_kind: Option<KindArg>,
+    /// Bytes of the cache shared by SST blocks and B-tree pages.
+    #[arg(long, default_value_t = Config::default().cache_size)]
+    cache_size: u64,
+    /// Bloom filter bits per key (LSM); 0 for none.
+    #[arg(long, default_value_t = Config::default().bloom_bits)]
+    bloom_bits: u32,
+    /// Block (LSM) or page (B-tree) compression.
+    #[arg(long, value_enum, default_value = "none")]
+    compression_type: CompressionArg,
+    /// Compaction style of the LSM table.
+    #[arg(long, value_enum, default_value = "leveled")]
+    compaction_style: CompactionArg,
+    /// Threads for flushes, compactions and checkpoints; 0 for none (the
+    /// writers do the work).
+    #[arg(long, default_value_t = Config::default().background_threads)]
+    background_threads: usize,
+    /// Bytes of a memtable before it is flushed (LSM).
+    #[arg(long, default_value_t = Config::default().write_buffer_size)]
+    write_buffer_size: usize,
+    /// Bytes of a B-tree page (a power of two, 4096 to 32768).
+    #[arg(long, default_value_t = Config::default().page_size)]
+    page_size: usize,
+    /// The database directory (default: a new temporary directory, removed
+    /// at the end). Without --use_existing_db=1 its database is deleted
+    /// first; a directory holding anything else is refused.
+    #[arg(long, value_name = "DIR")]
+    db: Option<PathBuf>,
+    /// 1 to keep the database in --db (the fills that want a fresh one are
+    /// skipped).
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    use_existing_db: bool,
+    /// 1 to sync each commit (Durability::Full); 0 for the default
+    /// (Durability::Normal: written to the OS at each commit, synced at
+    /// flushes).
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    sync: bool,
+    /// 1 for the weakest durability, Durability::Off: the log is still
+    /// written (spinney's tables share it and cannot skip it), in large
+    /// pieces and never synced.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    disable_wal: bool,
+    /// Steps (next) after each seek of seekrandom.
+    #[arg(long, default_value_t = 0)]
+    seek_nexts: usize,
+    /// 1 to print the latency histogram of each benchmark.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    histogram: bool,
+    /// A progress line every N operations (db_bench's meaning); 0 for none.
+    #[arg(long, default_value_t = 0)]
+    stats_interval: u64,
+    /// A progress line every S seconds; 0 for none.
+    #[arg(long, default_value_t = 0.0)]
+    stats_interval_seconds: f64,
+    /// Seconds per interval of the time series (--report, --plot).
+    #[arg(long, default_value_t = 1.0)]
+    report_interval_seconds: f64,
+    /// Seed of the random keys (0 is a seed like any other).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the time series (one row per interval) to this CSV file.
+    #[arg(long, value_name = "FILE.csv")]
+    report: Option<PathBuf>,
+    /// Draw ops/sec over time, one line per benchmark (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// 0 to never show the progress bar (it shows only on a terminal).
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "1")]
+    progress: bool,
+}
+
+impl Flags {
+    fn into_config(self) -> Result<Config, String> {
+        let benchmarks = match &self.benchmarks {
+            None => Config::default().benchmarks,
+            Some(list) => parse_benchmarks(list)?,
+        };
+        let kind_from_lsm = self.use_lsm.map(|lsm| {
+            if lsm {
+                TableKind::Lsm
+            } else {
+                TableKind::Btree
+            }
+        });
+        let kind_from_name = self.table_kind.map(|k| match k {
+            KindArg::Lsm => TableKind::Lsm,
+            KindArg::Btree => TableKind::Btree,
+        });
+        let table_kind = match (kind_from_lsm, kind_from_name) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(format!(
+                    "--use_lsm={} and --table_kind={} disagree",
+                    u8::from(a == TableKind::Lsm),
+                    b.name()
+                ))
+            }
+            (Some(k), _) | (None, Some(k)) => k,
+            (None, None) => TableKind::Lsm,
+        };
+        if self.sync && self.disable_wal {
+            return Err("--sync=1 and --disable_wal=1 contradict each other".into());
+        }
+        let durability = if self.sync {
+            Durability::Full
+        } else if self.disable_wal {
+            Durability::Off
+        } else {
+            Durability::Normal
+        };
+        let seconds = |name: &str, s: f64| -> Result<Option<Duration>, String> {
+            if !s.is_finite() || s < 0.0 {
+                return Err(format!(
+                    "--{name}={s} must be a number of seconds, 0 or more"
+                ));
+            }
+            Ok((s > 0.0).then(|| Duration::from_secs_f64(s)))
+        };
+        let config = Config {
+            benchmarks,
+            num: self.num,
+            reads: u64::try_from(self.reads).ok(),
+            threads: self.threads,
+            duration: (self.duration > 0).then(|| Duration::from_secs(self.duration)),
+            key_size: self.key_size,
+            value_size: self.value_size,
+            batch_size: self.batch_size,
+            writes_per_second: self.writes_per_second,
+            table_kind,
+            cache_size: self.cache_size,
+            bloom_bits: self.bloom_bits,
+            compression: match self.compression_type {
+                CompressionArg::None => Compression::None,
+                CompressionArg::Lz4 => Compression::Lz4,
+                CompressionArg::Zstd => Compression::Zstd,
+            },
+            compaction_style: match self.compaction_style {
+                CompactionArg::Leveled => CompactionStyle::Leveled,
+                CompactionArg::Tiered => CompactionStyle::Tiered,
+            },
+            background_threads: self.background_threads,
+            write_buffer_size: self.write_buffer_size,
+            page_size: self.page_size,
+            db: self.db,
+            use_existing_db: self.use_existing_db,
+            durability,
+            seek_nexts: self.seek_nexts,
+            histogram: self.histogram,
+            stats_interval_ops: self.stats_interval,
+            stats_interval: seconds("stats_interval_seconds", self.stats_interval_seconds)?,
+            report_interval: seconds("report_interval_seconds", self.report_interval_seconds)?
+                .unwrap_or(Duration::ZERO),
+            seed: self.seed,
+            report: self.report,
+            plot: self.plot,
+            progress: self.progress,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// The benchmarks of a `--benchmarks` list; empty names (a trailing comma)
+/// are skipped, as db_bench does.
+fn parse_benchmarks(list: &str) -> Result<Vec<Benchmark>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            Benchmark::from_name(name).ok_or_else(|| {
+                format!(
+                    "unknown benchmark '{name}'; valid benchmarks are: {}",
+                    Benchmark::names()
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, clap::Error> {
+        Config::from_args(std::iter::once("spinney-bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn db_bench_syntax_with_equals_and_with_a_space() {
+        // Goal: `--num=5` and `--num 5` both work, with db_bench's snake_case names.
+        let c = parse(&[
+            "--num=5",
+            "--key_size",
+            "8",
+            "--benchmarks=fillseq,readrandom",
+        ])
+        .expect("parse");
+        assert_eq!(c.num, 5);
+        assert_eq!(c.key_size, 8);
+        assert_eq!(c.benchmarks, [Benchmark::FillSeq, Benchmark::ReadRandom]);
+        assert_eq!(c.reads(), 5);
+        let c = parse(&["--reads", "-1", "--histogram"]).expect("parse");
+        assert_eq!(c.reads, None);
+        assert!(c.histogram);
+    }
+
+    #[test]
+    fn table_kind_flags_agree_or_fail() {
+        // Goal: --use_lsm and --table_kind are one setting; a contradiction
+        // is a usage error, not a silent choice.
+        assert_eq!(
+            parse(&["--use_lsm=0"]).expect("parse").table_kind,
+            TableKind::Btree
+        );
+        assert_eq!(
+            parse(&["--table_kind=btree", "--use_lsm=0"])
+                .expect("parse")
+                .table_kind,
+            TableKind::Btree
+        );
+        let err = parse(&["--table_kind=btree", "--use_lsm=1"]).expect_err("conflict");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("disagree"), "{err}");
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        // Goal: every kind of bad flag gives clap's exit code 2 and names the problem.
+        for (args, needle) in [
+            (vec!["--no_such_flag=1"], "no_such_flag"),
+            (vec!["--num=abc"], "abc"),
+            (vec!["--compression_type=snappy"], "snappy"),
+            (vec!["--benchmarks=fillseq,frobnicate"], "frobnicate"),
+            (vec!["--sync=1", "--disable_wal=1"], "contradict"),
+            (vec!["--num=100000", "--key_size=4"], "does not fit"),
+            (vec!["--threads=0"], "--threads"),
+        ] {
+            let err = parse(&args).expect_err("bad flag");
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+            assert!(err.to_string().contains(needle), "{args:?}: {err}");
+        }
+        let err = parse(&["--benchmarks=nope"]).expect_err("unknown");
+        assert!(err.to_string().contains("fillseq, fillseqbatch"), "{err}");
+    }
+
+    #[test]
+    fn durability_mapping() {
+        // Goal: --sync and --disable_wal select the strongest and weakest durability.
+        assert_eq!(parse(&[]).expect("parse").durability, Durability::Normal);
+        assert_eq!(
+            parse(&["--sync=1"]).expect("parse").durability,
+            Durability::Full
+        );
+        assert_eq!(
+            parse(&["--disable_wal=1"]).expect("parse").durability,
+            Durability::Off
+        );
+    }
+
+    #[test]
+    fn batch_sizes() {
+        // Goal: fillbatch is always 1000 per batch, fillseqbatch 1000 unless
+        // --batch_size says otherwise, the others 1 unless it does.
+        let c = parse(&[]).expect("parse");
+        assert_eq!(c.batch_size_for(Benchmark::FillBatch), 1000);
+        assert_eq!(c.batch_size_for(Benchmark::FillSeqBatch), 1000);
+        assert_eq!(c.batch_size_for(Benchmark::FillRandom), 1);
+        let c = parse(&["--batch_size=10"]).expect("parse");
+        assert_eq!(c.batch_size_for(Benchmark::FillBatch), 1000);
+        assert_eq!(c.batch_size_for(Benchmark::FillSeqBatch), 10);
+        assert_eq!(c.batch_size_for(Benchmark::FillRandom), 10);
+    }
+}

@@ -1,0 +1,30 @@
+//! `spinney-bench`: with no arguments, a short comparison of an LSM table
+//! and a B-tree table; with any flag, db_bench mode (see `--help`).
+//!
+//! Exit codes: 0 success, 1 a run that failed (engine, I/O, plot), 2 bad
+//! flags or a configuration that cannot run.
+
+use std::process::ExitCode;
+
+use spinney_bench::{default_comparison_config, run_benchmarks, run_comparison, Config};
+
+fn main() -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let outcome = if std::env::args_os().len() <= 1 {
+        run_comparison(&default_comparison_config(), &mut out).map(|_| ())
+    } else {
+        let config = match Config::from_args(std::env::args_os()) {
+            Ok(c) => c,
+            // Prints the message (or the help) and exits: 2 for bad flags.
+            Err(e) => e.exit(),
+        };
+        run_benchmarks(&config, &mut out).map(|_| ())
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("spinney-bench: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
