@@ -283,6 +283,11 @@ pub struct Config {
     pub plot: Option<PathBuf>,
     /// Show a progress bar (only ever on a terminal).
     pub progress: bool,
+    /// Run this lab scenario instead of `benchmarks`.
+    pub scenario: Option<crate::scenario::Scenario>,
+    /// The size of a scenario, relative to its default (about a minute on
+    /// two cores); above 0.
+    pub scale: f64,
 }
 
 impl Default for Config {
@@ -328,6 +333,8 @@ impl Default for Config {
             report: None,
             plot: None,
             progress: true,
+            scenario: None,
+            scale: 1.0,
         }
     }
 }
@@ -422,6 +429,12 @@ impl Config {
         }
         if self.use_existing_db && self.db.is_none() {
             return Err("--use_existing_db=1 needs --db=DIR".into());
+        }
+        if !(self.scale.is_finite() && self.scale > 0.0 && self.scale <= 1e6) {
+            return Err(format!(
+                "--scale={} must be above 0 (and at most 1e6)",
+                self.scale
+            ));
         }
         Ok(())
     }
@@ -588,6 +601,16 @@ struct Flags {
     /// 0 to never show the progress bar (it shows only on a terminal).
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "1")]
     progress: bool,
+    /// Run a lab scenario instead of --benchmarks: btree-vs-lsm, lsm-shape,
+    /// iibench, lsm-buffers (see docs/bench.md). Flags that a scenario does
+    /// not set itself (cache, compression, --db, --report, --plot, --seed)
+    /// apply to it.
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// The size of a scenario relative to its default (1: about a minute on
+    /// two cores).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
 }
 
 impl Flags {
@@ -674,6 +697,18 @@ impl Flags {
             report: self.report,
             plot: self.plot,
             progress: self.progress,
+            scenario: match &self.scenario {
+                None => None,
+                Some(name) => {
+                    Some(crate::scenario::Scenario::from_name(name).ok_or_else(|| {
+                        format!(
+                            "unknown scenario '{name}'; valid scenarios are: {}",
+                            crate::scenario::Scenario::names()
+                        )
+                    })?)
+                }
+            },
+            scale: self.scale,
         };
         config.validate()?;
         Ok(config)

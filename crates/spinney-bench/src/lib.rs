@@ -42,6 +42,7 @@ mod output;
 pub mod plot;
 mod progress;
 mod report;
+pub mod scenario;
 
 use std::time::Duration;
 

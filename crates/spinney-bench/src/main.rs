@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use spinney_bench::{default_comparison_config, run_benchmarks, run_comparison, Config};
+use spinney_bench::{default_comparison_config, run_benchmarks, run_comparison, scenario, Config};
 
 fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
@@ -18,7 +18,10 @@ fn main() -> ExitCode {
             // Prints the message (or the help) and exits: 2 for bad flags.
             Err(e) => e.exit(),
         };
-        run_benchmarks(&config, &mut out).map(|_| ())
+        match config.scenario {
+            Some(scenario) => scenario::run(scenario, &config, &mut out).map(|_| ()),
+            None => run_benchmarks(&config, &mut out).map(|_| ()),
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
