@@ -81,6 +81,10 @@ const READERS: [usize; 3] = [1, 2, 4];
 /// The kinds, in the order they run and appear.
 const KINDS: [TableKind; 2] = [TableKind::Lsm, TableKind::Btree];
 
+/// Phases shorter than this are too short to compare the kinds (a note
+/// says so).
+const NOISY_PHASE: Duration = Duration::from_secs(1);
+
 /// A writer within this share of its limit kept up with it.
 const KEPT_UP_SHARE: f64 = 0.95;
 
@@ -346,6 +350,12 @@ fn summarise(plan: &Plan, measured: &[Measurement], load_start: Option<f64>) -> 
         "The B-tree won reads in {btree_reads} of {configurations} configurations; the LSM tree won writes in {lsm_writes} of the {} where the writers did not both keep up with the limit. (WiredTiger: LSM 1.5-2x the writes, B-tree 1.5-3x the reads.)",
         configurations - both_kept_up
     ));
+    if plan.phase < NOISY_PHASE {
+        notes.push(format!(
+            "Phases under {} s measure little more than thread start-up and the scheduler: these figures show that the scenario runs, not how the kinds compare.",
+            NOISY_PHASE.as_secs()
+        ));
+    }
     notes.push(format!(
         "Machine: {} CPUs, load average {} before the run and {} after it; readers and the writer share these CPUs with whatever else runs.",
         std::thread::available_parallelism().map_or(0, |n| n.get()),

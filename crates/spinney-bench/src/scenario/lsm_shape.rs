@@ -37,9 +37,12 @@
 //! Sizes at `--scale=1` (about a minute on two cores in a release build):
 //! `ENTRIES_AT_SCALE_1` entries per table and `QUERIES_AT_SCALE_1` queries
 //! per shape and query kind. The scenario sets the levels, the write
-//! buffer, the L0 trigger and the background work itself; `--cache_size`,
-//! `--compression_type`, `--bloom_bits` (above 0), `--key_size`,
-//! `--value_size`, durability, `--db` and `--seed` apply.
+//! buffer, the L0 trigger and the background work itself (`--num`,
+//! `--threads`, `--write_buffer_size` and `--background_threads` do not
+//! apply); `--cache_size`, `--compression_type`, `--bloom_bits` (above 0),
+//! `--key_size`, `--value_size`, durability and `--seed` do. `--db` names
+//! the database directory, emptied first as db_bench's fills empty it (a
+//! directory holding anything but a spinney database is refused).
 //!
 //! Thread-safety: runs entirely in the caller's thread.
 
@@ -155,6 +158,7 @@ struct Plan {
 
 impl Plan {
     fn of(config: &Config) -> Result<Plan, BenchError> {
+        config.validate().map_err(BenchError::Config)?;
         if !(config.scale.is_finite() && config.scale > 0.0) {
             return Err(BenchError::Config(format!(
                 "--scale={} must be above 0",
@@ -230,6 +234,15 @@ fn outline(s: &Shape) -> String {
     }
     text.push_str(&format!(" ({} trees)", s.trees()));
     text
+}
+
+/// Bytes in KiB below a MiB, in MiB above.
+fn bytes_text(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
+    }
 }
 
 /// Turns a thread's read counting on, and off again when dropped (also on
@@ -452,13 +465,13 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
     let print = |e| BenchError::io("print")(e);
     writeln!(
         out,
-        "lsm-shape: {} entries in each of two tables ({} with {} bloom bits per key, {} without), {} queries per shape and query kind, write buffer {:.1} MiB",
+        "lsm-shape: {} entries in each of two tables ({} with {} bloom bits per key, {} without), {} queries per shape and query kind, write buffer {}",
         plan.entries,
         TABLE_BLOOM,
         config.bloom_bits,
         TABLE_NO_BLOOM,
         plan.queries,
-        write_buffer_bytes as f64 / 1_048_576.0
+        bytes_text(write_buffer_bytes as u64)
     )
     .map_err(print)?;
 
@@ -521,10 +534,10 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
         }
         let (mut bloom_shape, plain_shape) = tables.shapes()?;
         let line = format!(
-            "{:<12} {}; memtable {:.1} MiB ({:.0}% of the write buffer)",
+            "{:<12} {}; memtable {} ({:.0}% of the write buffer)",
             stage.name(),
             outline(&bloom_shape),
-            bloom_shape.memtable_bytes as f64 / 1_048_576.0,
+            bytes_text(bloom_shape.memtable_bytes),
             bloom_shape.memtable_bytes as f64 * 100.0 / write_buffer_bytes.max(1) as f64
         );
         writeln!(out, "{line}").map_err(print)?;
@@ -739,6 +752,7 @@ mod tests {
         assert!(matches!(Plan::of(&no_bloom), Err(BenchError::Config(_))));
         let narrow = Config {
             key_size: 3,
+            num: 100,
             ..Config::default()
         };
         assert!(matches!(Plan::of(&narrow), Err(BenchError::Config(_))));
