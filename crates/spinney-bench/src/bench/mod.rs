@@ -80,7 +80,7 @@ impl Session {
 }
 
 /// An engine error while setting up: a refused option is a usage error.
-fn setup_error(context: &str, e: spinney::Error) -> BenchError {
+pub(crate) fn setup_error(context: &str, e: spinney::Error) -> BenchError {
     match e {
         spinney::Error::InvalidArgument(m) => BenchError::Config(m),
         error => BenchError::Engine {
@@ -92,7 +92,7 @@ fn setup_error(context: &str, e: spinney::Error) -> BenchError {
 
 /// Empties `dir` for a new database: creates it if missing, deletes the
 /// spinney database it holds, refuses a directory holding anything else.
-fn destroy(dir: &Path) -> Result<(), BenchError> {
+pub(crate) fn destroy(dir: &Path) -> Result<(), BenchError> {
     let shown = dir.display();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries.flatten().count(),
