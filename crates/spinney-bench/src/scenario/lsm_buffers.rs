@@ -207,6 +207,9 @@ struct Outcome {
     stall_micros: u64,
     flushes: u64,
     compactions: u64,
+    /// Bytes written to the table's files per byte flushed (0 for a
+    /// B-tree table).
+    write_amplification: f64,
 }
 
 /// Mean, min, 10th percentile, max and last of a series of rates.
@@ -395,6 +398,11 @@ fn run_one(config: &Config, sizes: &Sizes, setup: Setup) -> Result<Outcome, Benc
         stall_micros: stats.slowdown_micros + stats.stop_micros,
         flushes: stats.flushes,
         compactions: stats.compactions,
+        write_amplification: stats
+            .tables
+            .iter()
+            .map(|t| t.write_amplification)
+            .fold(0.0, f64::max),
     })
 }
 
@@ -520,10 +528,11 @@ fn notes(sizes: &Sizes, outcomes: &[Outcome]) -> Vec<String> {
         outcomes
             .iter()
             .map(|o| format!(
-                "{} {} flushes, {} compactions, {} stalls ({} ms)",
+                "{} {} flushes, {} compactions, write amplification {:.1}, {} stalls ({} ms)",
                 o.setup.name,
                 o.flushes,
                 o.compactions,
+                o.write_amplification,
                 o.stalls,
                 o.stall_micros / 1000
             ))
