@@ -80,7 +80,7 @@ impl Session {
 }
 
 /// An engine error while setting up: a refused option is a usage error.
-fn setup_error(context: &str, e: spinney::Error) -> BenchError {
+pub(crate) fn setup_error(context: &str, e: spinney::Error) -> BenchError {
     match e {
         spinney::Error::InvalidArgument(m) => BenchError::Config(m),
         error => BenchError::Engine {
