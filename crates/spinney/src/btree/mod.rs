@@ -1183,7 +1183,14 @@ impl BtreeTable {
         pg.dirty.store(true, Ordering::Release);
         drop(rg);
         self.forget_page(st, right_pgno);
-        // A root branch with a single child is replaced by that child.
+        self.collapse_root(st, &mut root, guards);
+        Ok(())
+    }
+
+    /// After a merge or a packing under the parent at the end of `guards`
+    /// (the write-latched path above the leaves): a root branch left with
+    /// a single child is replaced by that child, and the tree loses a level.
+    fn collapse_root(&self, st: &mut TreeState, root: &mut Root, guards: Vec<WriteGuard>) {
         let collapse = match guards.first() {
             Some(rootg)
                 if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>
@@ -1200,7 +1207,6 @@ impl BtreeTable {
             };
             self.forget_page(st, old);
         }
-        Ok(())
     }
 
     /// Packs, once a commit group is published (`horizon` sees it), the
@@ -1372,23 +1378,7 @@ impl BtreeTable {
         for c in &dropped {
             self.release_value(st, page::cell_value(c));
         }
-        // A root branch left with a single child is replaced by that child.
-        let collapse = match guards.first() {
-            Some(rootg)
-                if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>
-            {
-                Some((rootg.pgno, page::link(&rootg.image)))
-            }
-            _ => None,
-        };
-        drop(guards);
-        if let Some((old, child)) = collapse {
-            *root = Root {
-                pgno: child,
-                height: root.height - 1,
-            };
-            self.forget_page(st, old);
-        }
+        self.collapse_root(st, &mut root, guards);
         Ok(())
     }
 
