@@ -110,6 +110,24 @@ pub(crate) fn destroy(dir: &Path) -> Result<(), BenchError> {
     std::fs::create_dir_all(dir).map_err(BenchError::io(format!("create {shown}")))
 }
 
+/// Where a run keeps its databases: `--db` if the user gave one (kept
+/// after the run), else a new temporary directory, removed when the
+/// returned guard drops.
+pub(crate) fn root_dir(
+    config: &Config,
+) -> Result<(PathBuf, Option<tempfile::TempDir>), BenchError> {
+    match &config.db {
+        Some(db) => Ok((db.clone(), None)),
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("spinney-bench-")
+                .tempdir()
+                .map_err(BenchError::io("create a temporary directory"))?;
+            Ok((temp.path().to_path_buf(), Some(temp)))
+        }
+    }
+}
+
 /// Runs `config.benchmarks` in order on one database, prints db_bench's
 /// output to `out` (and the environment and progress to stderr), writes the
 /// report and the chart if asked, and returns a result per timed benchmark
@@ -119,17 +137,7 @@ pub fn run_benchmarks(
     out: &mut dyn Write,
 ) -> Result<Vec<BenchResult>, BenchError> {
     config.validate().map_err(BenchError::Config)?;
-    let temp;
-    let dir = match &config.db {
-        Some(d) => d.clone(),
-        None => {
-            temp = tempfile::Builder::new()
-                .prefix("spinney-bench-")
-                .tempdir()
-                .map_err(BenchError::io("create a temporary directory"))?;
-            temp.path().join("db")
-        }
-    };
+    let (dir, _temp) = root_dir(config)?;
     if !config.use_existing_db {
         destroy(&dir)?;
     }

@@ -138,17 +138,7 @@ struct Measurement {
 
 pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, BenchError> {
     let plan = Plan::of(config)?;
-    let temp;
-    let root: PathBuf = match &config.db {
-        Some(d) => d.clone(),
-        None => {
-            temp = tempfile::Builder::new()
-                .prefix("spinney-bench-")
-                .tempdir()
-                .map_err(BenchError::io("create a temporary directory"))?;
-            temp.path().to_path_buf()
-        }
-    };
+    let (root, _temp) = crate::bench::root_dir(config)?;
     let load_start = load_average();
     let print = BenchError::io("print");
     writeln!(

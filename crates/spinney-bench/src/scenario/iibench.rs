@@ -59,7 +59,7 @@
 //! threads flush, compact and checkpoint beside it.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
@@ -67,7 +67,7 @@ use rand::Rng;
 use spinney::{Db, TableKind, WriteBatch};
 
 use super::Summary;
-use crate::bench::{destroy, setup_error};
+use crate::bench::setup_error;
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::measure::{Amplification, Resources};
 use crate::plot;
@@ -353,30 +353,6 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
     Ok(summary(sizes, &caches, &runs))
 }
 
-/// Where a run's database lives: under `--db` if given (kept), else in a
-/// temporary directory (removed when the returned guard drops).
-fn run_dir(
-    config: &Config,
-    kind: TableKind,
-    cache: CacheChoice,
-) -> Result<(PathBuf, Option<tempfile::TempDir>), BenchError> {
-    let name = format!("{}-{}", kind.name(), cache.label);
-    match &config.db {
-        Some(db) => {
-            let dir = db.join("iibench").join(name);
-            destroy(&dir)?;
-            Ok((dir, None))
-        }
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("spinney-iibench-")
-                .tempdir()
-                .map_err(BenchError::io("create a temporary directory"))?;
-            Ok((temp.path().join(name), Some(temp)))
-        }
-    }
-}
-
 /// Inserts the documents into a fresh database of `kind` tables with
 /// `cache`, measuring each interval.
 fn run_one(
@@ -386,7 +362,8 @@ fn run_one(
     cache: CacheChoice,
     out: &mut dyn Write,
 ) -> Result<Run, BenchError> {
-    let (dir, _temp) = run_dir(config, kind, cache)?;
+    let name = format!("{}-{}", kind.name(), cache.label);
+    let (dir, _temp) = super::database_dir(config, "iibench", &name)?;
     let options = spinney::Options {
         cache_size: cache.bytes,
         ..config.db_options()

@@ -54,14 +54,14 @@
 //! engine's own threads flush and compact beside it.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use spinney::{Db, TableKind};
 
 use super::Summary;
-use crate::bench::{destroy, setup_error};
+use crate::bench::setup_error;
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::plot;
 use crate::{BenchError, Config};
@@ -301,31 +301,9 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
     Ok(summary(&sizes, &outcomes))
 }
 
-/// Where a configuration's database lives: under `--db` if given (kept),
-/// else in a temporary directory (removed when the returned guard drops).
-fn setup_dir(
-    config: &Config,
-    setup: &Setup,
-) -> Result<(PathBuf, Option<tempfile::TempDir>), BenchError> {
-    match &config.db {
-        Some(db) => {
-            let dir = db.join("lsm-buffers").join(setup.name);
-            destroy(&dir)?;
-            Ok((dir, None))
-        }
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("spinney-lsm-buffers-")
-                .tempdir()
-                .map_err(BenchError::io("create a temporary directory"))?;
-            Ok((temp.path().join(setup.name), Some(temp)))
-        }
-    }
-}
-
 /// Runs the iterations of one configuration on a fresh database.
 fn run_one(config: &Config, sizes: &Sizes, setup: Setup) -> Result<Outcome, BenchError> {
-    let (dir, _temp) = setup_dir(config, &setup)?;
+    let (dir, _temp) = super::database_dir(config, "lsm-buffers", setup.name)?;
     let options = spinney::Options {
         background_threads: setup.background_threads,
         autowork: true,

@@ -47,7 +47,6 @@
 //! Thread-safety: runs entirely in the caller's thread.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use rand::seq::SliceRandom;
@@ -427,17 +426,7 @@ fn table_options(config: &Config, plan: &Plan, bloom_bits: u32) -> TableOptions 
 
 pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, BenchError> {
     let plan = Plan::of(config)?;
-    let temp;
-    let dir: PathBuf = match &config.db {
-        Some(d) => d.clone(),
-        None => {
-            temp = tempfile::Builder::new()
-                .prefix("spinney-bench-")
-                .tempdir()
-                .map_err(BenchError::io("create a temporary directory"))?;
-            temp.path().join("db")
-        }
-    };
+    let (dir, _temp) = crate::bench::root_dir(config)?;
     crate::bench::destroy(&dir)?;
     let load_start = load_average();
     let options = spinney::Options {

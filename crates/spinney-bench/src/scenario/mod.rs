@@ -10,7 +10,9 @@ mod lsm_buffers;
 mod lsm_shape;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
 
 use crate::{BenchError, Config};
 
@@ -132,6 +134,19 @@ impl Summary {
         }
         std::fs::write(path, text).map_err(BenchError::io(format!("writing {}", path.display())))
     }
+}
+
+/// The empty directory of one of a scenario's databases,
+/// `root_dir/scenario/name`, and the guard of a temporary root.
+pub(crate) fn database_dir(
+    config: &Config,
+    scenario: &str,
+    name: &str,
+) -> Result<(PathBuf, Option<TempDir>), BenchError> {
+    let (root, temp) = crate::bench::root_dir(config)?;
+    let dir = root.join(scenario).join(name);
+    crate::bench::destroy(&dir)?;
+    Ok((dir, temp))
 }
 
 /// Runs `scenario` sized by `config.scale`, prints its summary, and writes
