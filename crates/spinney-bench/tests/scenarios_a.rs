@@ -6,37 +6,11 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
+use common::{number, run, tiny};
 use spinney_bench::scenario::{self, Scenario, Summary};
 use spinney_bench::{BenchError, Config};
-
-/// A scale that runs each scenario in a second or two of a debug build.
-const TINY: f64 = 0.005;
-
-fn tiny(dir: &Path, plot: &str) -> Config {
-    Config {
-        scale: TINY,
-        progress: false,
-        db: Some(dir.join("db")),
-        plot: Some(dir.join(plot)),
-        report: Some(dir.join("summary.csv")),
-        ..Config::default()
-    }
-}
-
-fn run(scenario: Scenario, config: &Config) -> (Summary, String) {
-    let mut out = Vec::new();
-    let summary = scenario::run(scenario, config, &mut out).expect("scenario runs");
-    (summary, String::from_utf8(out).expect("utf-8 output"))
-}
-
-/// The number in `column` of `row`, which must parse.
-fn number(summary: &Summary, row: usize, column: &str) -> f64 {
-    let cell = summary
-        .cell(row, column)
-        .unwrap_or_else(|| panic!("row {row} has no column {column:?}"));
-    cell.parse()
-        .unwrap_or_else(|e| panic!("row {row} {column:?} = {cell:?}: {e}"))
-}
 
 /// The row whose cells in `columns` are `values`.
 fn row_of(summary: &Summary, columns: &[(&str, &str)]) -> usize {
@@ -61,7 +35,7 @@ fn btree_vs_lsm_reports_every_kind_reader_count_and_limit() {
     // compare the kinds per configuration, two charts, the CSV, and one
     // database directory per kind under --db. Method: run at a tiny scale.
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = tiny(dir.path(), "x.svg");
+    let config = tiny(dir.path(), "x.svg", "summary.csv");
     let (summary, out) = run(Scenario::BtreeVsLsm, &config);
 
     assert_eq!(summary.scenario, "btree-vs-lsm");
@@ -110,7 +84,7 @@ fn lsm_shape_searches_fewer_trees_as_the_tree_is_compacted() {
     // unchanged by the queries, every key found) pass; and the chart and
     // CSV are written. Method: run at a tiny scale.
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = tiny(dir.path(), "shape.svg");
+    let config = tiny(dir.path(), "shape.svg", "summary.csv");
     let (summary, out) = run(Scenario::LsmShape, &config);
 
     assert_eq!(summary.scenario, "lsm-shape");
@@ -191,7 +165,7 @@ fn lsm_shape_without_bloom_filters_is_a_usage_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = Config {
         bloom_bits: 0,
-        ..tiny(dir.path(), "x.svg")
+        ..tiny(dir.path(), "x.svg", "summary.csv")
     };
     let mut out = Vec::new();
     let err = scenario::run(Scenario::LsmShape, &config, &mut out).expect_err("refused");

@@ -7,38 +7,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use spinney::{Db, Options};
+mod common;
+
+use common::{number, run, tiny};
 use spinney_bench::scenario::{self, Scenario, Summary};
 use spinney_bench::{BenchError, Config};
-
-const SCALE: f64 = 0.005;
-
-/// A tiny configuration keeping its databases under `dir/db`, drawing its
-/// chart to `dir/chart.svg` and writing its rows to `dir/rows.csv`.
-fn tiny(dir: &Path) -> Config {
-    Config {
-        scale: SCALE,
-        db: Some(dir.join("db")),
-        plot: Some(dir.join("chart.svg")),
-        report: Some(dir.join("rows.csv")),
-        progress: false,
-        ..Config::default()
-    }
-}
-
-fn run(scenario: Scenario, config: &Config) -> (Summary, String) {
-    let mut out = Vec::new();
-    let summary = scenario::run(scenario, config, &mut out).expect("scenario runs");
-    (summary, String::from_utf8(out).expect("utf-8 output"))
-}
-
-/// The number in `column` of `row`, which must parse.
-fn number(summary: &Summary, row: usize, column: &str) -> f64 {
-    let cell = summary
-        .cell(row, column)
-        .unwrap_or_else(|| panic!("row {row} has no {column}"));
-    cell.parse()
-        .unwrap_or_else(|e| panic!("row {row} {column} = {cell:?}: {e}"))
-}
 
 /// Every entry of table `name` in the database at `dir`.
 fn entries(dir: &Path, name: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -74,7 +47,7 @@ fn iibench_reports_every_kind_cache_and_interval_and_keeps_consistent_indexes() 
     // Small write buffers, so that the LSM tables flush and compact too.
     let config = Config {
         write_buffer_size: 64 << 10,
-        ..tiny(dir.path())
+        ..tiny(dir.path(), "chart.svg", "rows.csv")
     };
     let (summary, out) = run(Scenario::Iibench, &config);
     assert_eq!(summary.scenario, "iibench");
@@ -186,7 +159,10 @@ fn lsm_buffers_reports_every_configuration_and_keeps_what_it_wrote() {
     // holding every key inserted. Method: run at a tiny scale under a --db
     // directory, then open each database it kept.
     let dir = tempfile::tempdir().expect("tempdir");
-    let (summary, out) = run(Scenario::LsmBuffers, &tiny(dir.path()));
+    let (summary, out) = run(
+        Scenario::LsmBuffers,
+        &tiny(dir.path(), "chart.svg", "rows.csv"),
+    );
     assert_eq!(summary.scenario, "lsm-buffers");
     check_files(dir.path(), &summary);
     let names: Vec<&str> = (0..summary.rows.len())
@@ -261,7 +237,7 @@ fn scenarios_refuse_what_they_cannot_do_without_touching_files() {
     for scenario in [Scenario::Iibench, Scenario::LsmBuffers] {
         let config = Config {
             use_existing_db: true,
-            ..tiny(dir.path())
+            ..tiny(dir.path(), "chart.svg", "rows.csv")
         };
         let err = scenario::run(scenario, &config, &mut Vec::new()).expect_err("refused");
         assert!(matches!(err, BenchError::Config(_)), "{err}");
@@ -274,7 +250,12 @@ fn scenarios_refuse_what_they_cannot_do_without_touching_files() {
         let foreign = dir.path().join(sub);
         std::fs::create_dir_all(&foreign).expect("mkdir");
         std::fs::write(foreign.join("notes.txt"), b"mine").expect("write");
-        let err = scenario::run(scenario, &tiny(dir.path()), &mut Vec::new()).expect_err("refused");
+        let err = scenario::run(
+            scenario,
+            &tiny(dir.path(), "chart.svg", "rows.csv"),
+            &mut Vec::new(),
+        )
+        .expect_err("refused");
         assert!(matches!(err, BenchError::Config(_)), "{err}");
         assert_eq!(
             std::fs::read(foreign.join("notes.txt")).expect("still there"),
