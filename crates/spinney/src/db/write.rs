@@ -271,7 +271,6 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
             s += 1;
         }
     }
-    drop(writers);
     // Wake the workers for a checkpoint that fell due (nothing else wakes
     // them in a database of B-tree tables only). A wake-up lost to a worker
     // about to wait is repeated by the next commit while the checkpoint
@@ -290,18 +289,14 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     db.last_seqno.store(seqno, Ordering::Release);
     db.visible_seqno.store(seqno, Ordering::Release);
     // Pack the leaves the group split to hold versions that publishing it
-    // has hidden (a leaf rewritten whole in one group).
-    let mut untidy: Vec<_> = btrees
-        .iter()
-        .map(|t| (t, t.writer()))
-        .filter(|(_, st)| !st.is_tidy())
-        .collect();
-    if !untidy.is_empty() {
+    // has hidden (a leaf rewritten whole in one group), with the tree locks
+    // taken to apply it.
+    if writers.iter().any(|(_, _, st)| !st.is_tidy()) {
         let horizon = Horizon {
             visible: seqno,
             snapshots: db.snapshots.lock().keys().copied().collect(),
         };
-        for (t, st) in &mut untidy {
+        for (_, t, st) in &mut writers {
             if let Err(e) = t.tidy(st, &horizon) {
                 // The group is published and in the log; the table is
                 // marked failed, so later writes are refused and reopening
@@ -310,7 +305,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
             }
         }
     }
-    drop(untidy);
+    drop(writers);
     db.counters.commit_groups.fetch_add(1, Ordering::Relaxed);
     db.counters.commits.fetch_add(
         results.iter().filter(|r| r.is_ok()).count() as u64,
