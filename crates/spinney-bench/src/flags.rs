@@ -9,8 +9,16 @@
 //!   operations, checked every 100 ms, so a line comes at the first look
 //!   after N more); `--stats_interval_seconds=S` prints one every S seconds.
 //!   Either way the line covers all threads of the benchmark.
-//! - `--seed=0` is a seed like any other (RocksDB takes the time for 0): runs
-//!   with the same flags make the same keys.
+//! - `--seed=0` (the default) draws a new seed in each process, as db_bench
+//!   does, and prints it; a fixed `--seed` makes the same keys in every run.
+//!   Either way each benchmark of a run draws its own stream, so readrandom
+//!   after fillrandom and overwrite finds about 86% of its keys, as
+//!   db_bench's does.
+//! - `--engine=NAME` picks the engine (spinney's two kinds, or a peer built
+//!   in with its cargo feature); `--use_lsm` and `--table_kind` pick
+//!   spinney's kind as before. `--compare=A,B,... --rounds=N` runs the
+//!   benchmarks on each engine in a child process of its own, N rounds, and
+//!   prints the medians side by side (see `compare`).
 //! - `--threads` applies to every benchmark except the sequential fills,
 //!   which run in one thread (with several, db_bench has each thread write
 //!   the same keys in the same order).
@@ -27,6 +35,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, ValueEnum};
 use spinney::{CompactionStyle, Compression, Durability, TableKind, TableOptions};
 
+use crate::engine::Engine;
 use crate::keys::KeyFormat;
 
 /// One benchmark of `--benchmarks`: a workload, or an operation on the
@@ -188,6 +197,19 @@ impl Benchmark {
         )
     }
 
+    /// True for the benchmarks whose operations write (puts or deletes).
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq
+                | Benchmark::FillSeqBatch
+                | Benchmark::FillRandom
+                | Benchmark::FillBatch
+                | Benchmark::Overwrite
+                | Benchmark::DeleteRandom
+        )
+    }
+
     /// What one operation is, for the histogram's title (RocksDB's
     /// "Microseconds per read:").
     pub fn operation(self) -> &'static str {
@@ -218,7 +240,7 @@ impl fmt::Display for Benchmark {
 /// Everything a run needs to know. `Config::default()` is db_bench's
 /// defaults with spinney's engine defaults; the command line changes it
 /// through `Config::from_args`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The benchmarks, run in order.
     pub benchmarks: Vec<Benchmark>,
@@ -240,8 +262,9 @@ pub struct Config {
     pub batch_size: Option<usize>,
     /// The rate limit of readwhilewriting's writer; 0 for none.
     pub writes_per_second: u64,
-    /// The structure of the table.
-    pub table_kind: TableKind,
+    /// The engine to run on (`--engine`; `--use_lsm` and `--table_kind`
+    /// pick spinney's kinds).
+    pub engine: Engine,
     /// Bytes of the cache shared by SST blocks and B-tree pages.
     pub cache_size: u64,
     /// Bloom filter bits per key (LSM); 0 for no filter.
@@ -275,7 +298,8 @@ pub struct Config {
     pub stats_interval: Option<Duration>,
     /// The length of one interval of the time series (CSV rows, plots).
     pub report_interval: Duration,
-    /// Seed of every random choice of keys.
+    /// Seed of every random choice of keys; 0 for a new one drawn by each
+    /// run (see `Config::resolve_seed`).
     pub seed: u64,
     /// Write the time series here, as CSV.
     pub report: Option<PathBuf>,
@@ -288,6 +312,13 @@ pub struct Config {
     /// The size of a scenario, relative to its default (about a minute on
     /// two cores); above 0.
     pub scale: f64,
+    /// Engines to compare, each in a child process (`--compare`); empty for
+    /// a run on `engine` in this process.
+    pub compare: Vec<Engine>,
+    /// Rounds of a comparison.
+    pub rounds: usize,
+    /// Where a comparison's child writes its figures (a hidden flag).
+    pub results_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -313,7 +344,7 @@ impl Default for Config {
             value_size: 100,
             batch_size: None,
             writes_per_second: 0,
-            table_kind: TableKind::Lsm,
+            engine: Engine::SpinneyLsm,
             cache_size: engine.cache_size,
             bloom_bits: table.bloom_bits_per_key,
             compression: table.compression,
@@ -335,6 +366,9 @@ impl Default for Config {
             progress: true,
             scenario: None,
             scale: 1.0,
+            compare: Vec::new(),
+            rounds: ROUNDS_DEFAULT,
+            results_file: None,
         }
     }
 }
@@ -355,9 +389,32 @@ impl Config {
         .max(1)
     }
 
-    /// The table's options with the flags applied.
+    /// The structure of the engine's tables.
+    pub fn table_kind(&self) -> TableKind {
+        self.engine.kind()
+    }
+
+    /// The seed a run uses: `seed`, or a new one drawn from the clock and
+    /// the process when it is 0 (never 0 itself).
+    pub fn resolve_seed(&self) -> u64 {
+        if self.seed != 0 {
+            return self.seed;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mixed = crate::keys::mix(nanos ^ (u64::from(std::process::id()) << 32));
+        mixed.max(1)
+    }
+
+    /// spinney's table options for the engine's kind, with the flags applied.
     pub fn table_options(&self) -> TableOptions {
-        let mut t = match self.table_kind {
+        self.table_options_of(self.table_kind())
+    }
+
+    /// spinney's table options for `kind`, with the flags applied.
+    pub fn table_options_of(&self, kind: TableKind) -> TableOptions {
+        let mut t = match kind {
             TableKind::Lsm => TableOptions::lsm(),
             TableKind::Btree => TableOptions::btree(),
         };
@@ -407,10 +464,24 @@ impl Config {
             ));
         }
         // readmissing adds one byte to the key.
-        let max_key = self.table_options().max_key_len();
+        let engines: Vec<Engine> = if self.compare.is_empty() {
+            vec![self.engine]
+        } else {
+            self.compare.clone()
+        };
+        for engine in &engines {
+            if !engine.is_built() {
+                return Err(engine.not_built());
+            }
+        }
+        let (max_key, limited) = engines
+            .iter()
+            .map(|&e| (self.max_key_len(e), e))
+            .min_by_key(|&(len, _)| len)
+            .unwrap_or((usize::MAX, self.engine));
         if self.key_size + 1 > max_key {
             return Err(format!(
-                "--key_size={} is too long for this table: keys (and readmissing's keys, one byte longer) may be at most {max_key} bytes",
+                "--key_size={} is too long for {limited}: keys (and readmissing's keys, one byte longer) may be at most {max_key} bytes",
                 self.key_size
             ));
         }
@@ -436,7 +507,114 @@ impl Config {
                 self.scale
             ));
         }
+        if self.rounds == 0 || self.rounds > ROUNDS_MAX {
+            return Err(format!(
+                "--rounds={} is outside 1..={ROUNDS_MAX}",
+                self.rounds
+            ));
+        }
+        for (i, e) in self.compare.iter().enumerate() {
+            if self.compare[..i].contains(e) {
+                return Err(format!("--compare names {e} twice"));
+            }
+        }
+        if !self.compare.is_empty() && self.use_existing_db {
+            return Err("--compare runs each engine on a fresh database; it cannot take --use_existing_db=1".into());
+        }
         Ok(())
+    }
+
+    /// The longest key `engine` takes.
+    pub fn max_key_len(&self, engine: Engine) -> usize {
+        match engine {
+            Engine::SpinneyLsm | Engine::SpinneyBtree => {
+                self.table_options_of(engine.kind()).max_key_len()
+            }
+            // LMDB's compiled-in limit (mdb_env_get_maxkeysize).
+            Engine::Lmdb => 511,
+            // Keys of the others are limited far beyond the lab's.
+            _ => spinney::limits::KEY_BYTES_MAX,
+        }
+    }
+
+    /// The flags that make this configuration (without the program name):
+    /// `Config::from_args` of them gives it back. A comparison starts its
+    /// child processes with them.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!(
+                "--benchmarks={}",
+                self.benchmarks
+                    .iter()
+                    .map(|b| b.name())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            format!("--num={}", self.num),
+            format!("--reads={}", self.reads.map_or(-1, |r| r as i64)),
+            format!("--threads={}", self.threads),
+            format!(
+                "--duration={}",
+                self.duration.map_or(0.0, |d| d.as_secs_f64())
+            ),
+            format!("--key_size={}", self.key_size),
+            format!("--value_size={}", self.value_size),
+            format!("--writes_per_second={}", self.writes_per_second),
+            format!("--cache_size={}", self.cache_size),
+            format!("--bloom_bits={}", self.bloom_bits),
+            format!("--compression_type={}", self.compression.name()),
+            format!("--compaction_style={}", self.compaction_style.name()),
+            format!("--background_threads={}", self.background_threads),
+            format!("--write_buffer_size={}", self.write_buffer_size),
+            format!("--page_size={}", self.page_size),
+            format!("--use_existing_db={}", u8::from(self.use_existing_db)),
+            format!("--sync={}", u8::from(self.durability == Durability::Full)),
+            format!(
+                "--disable_wal={}",
+                u8::from(self.durability == Durability::Off)
+            ),
+            format!("--seek_nexts={}", self.seek_nexts),
+            format!("--histogram={}", u8::from(self.histogram)),
+            format!("--stats_interval={}", self.stats_interval_ops),
+            format!(
+                "--stats_interval_seconds={}",
+                self.stats_interval.map_or(0.0, |d| d.as_secs_f64())
+            ),
+            format!(
+                "--report_interval_seconds={}",
+                self.report_interval.as_secs_f64()
+            ),
+            format!("--seed={}", self.seed),
+            format!("--progress={}", u8::from(self.progress)),
+            format!("--scale={}", self.scale),
+            format!("--rounds={}", self.rounds),
+        ];
+        if self.compare.is_empty() {
+            args.push(format!("--engine={}", self.engine.name()));
+        } else {
+            args.push(format!(
+                "--compare={}",
+                self.compare
+                    .iter()
+                    .map(|e| e.name())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        if let Some(b) = self.batch_size {
+            args.push(format!("--batch_size={b}"));
+        }
+        let path = |flag: &str, p: &Option<PathBuf>| {
+            p.as_ref().map(|p| format!("--{flag}={}", p.display()))
+        };
+        args.extend(path("db", &self.db));
+        args.extend(path("report", &self.report));
+        args.extend(path("plot", &self.plot));
+        args.extend(path("results_file", &self.results_file));
+        if let Some(scenario) = self.scenario {
+            args.push(format!("--scenario={}", scenario.name()));
+        }
+        args
     }
 
     /// Parses a command line (the first item is the program name) into a
@@ -457,6 +635,13 @@ impl Config {
 /// Most threads a benchmark may start: far past what a measurement on one
 /// machine can use, low enough that a typo does not start a million.
 pub const THREADS_MAX: usize = 1024;
+
+/// Rounds of a comparison by default: the median of three is robust to one
+/// disturbed round.
+pub const ROUNDS_DEFAULT: usize = 3;
+
+/// Most rounds of a comparison.
+pub const ROUNDS_MAX: usize = 1000;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum KindArg {
@@ -511,8 +696,8 @@ struct Flags {
     threads: usize,
     /// Seconds the random benchmarks run instead of --num/--reads
     /// operations; 0 for off.
-    #[arg(long, default_value_t = 0)]
-    duration: u64,
+    #[arg(long, default_value_t = 0.0)]
+    duration: f64,
     /// Bytes of each key (zero-padded decimal).
     #[arg(long, default_value_t = 16)]
     key_size: usize,
@@ -527,10 +712,28 @@ struct Flags {
     /// none.
     #[arg(long, default_value_t = 0)]
     writes_per_second: u64,
-    /// 1 for an LSM table, 0 for a B-tree table (the same as --table_kind).
+    /// The engine: spinney-lsm, spinney-btree, or a peer built in with its
+    /// cargo feature: rocksdb, wiredtiger-btree, wiredtiger-lsm, leveldb,
+    /// lmdb, fjall, redb (docs/peers.md).
+    #[arg(long, value_name = "NAME")]
+    engine: Option<String>,
+    /// Run the benchmarks (or the scenario) on each of these engines, each
+    /// in a child process of its own, --rounds times, and print the medians
+    /// side by side.
+    #[arg(long, value_name = "LIST")]
+    compare: Option<String>,
+    /// Rounds of --compare; the order of the engines alternates from round
+    /// to round.
+    #[arg(long, default_value_t = ROUNDS_DEFAULT)]
+    rounds: usize,
+    /// Where a comparison's child process writes its figures.
+    #[arg(long, hide = true, value_name = "FILE")]
+    results_file: Option<PathBuf>,
+    /// 1 for spinney's LSM table, 0 for its B-tree table (the same as
+    /// --table_kind, or --engine=spinney-lsm and spinney-btree).
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1")]
     use_lsm: Option<bool>,
-    /// The structure of the table.
+    /// The structure of spinney's table.
     #[arg(long, value_enum)]
     table_kind: Option<KindArg>,
     /// Bytes of the cache shared by SST blocks and B-tree pages.
@@ -589,7 +792,8 @@ struct Flags {
     /// Seconds per interval of the time series (--report, --plot).
     #[arg(long, default_value_t = 1.0)]
     report_interval_seconds: f64,
-    /// Seed of the random keys (0 is a seed like any other).
+    /// Seed of the random keys; 0 for a new seed drawn by each run (and
+    /// printed), as db_bench does.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Write the time series (one row per interval) to this CSV file.
@@ -638,9 +842,39 @@ impl Flags {
                     b.name()
                 ))
             }
-            (Some(k), _) | (None, Some(k)) => k,
-            (None, None) => TableKind::Lsm,
+            (Some(k), _) | (None, Some(k)) => Some(k),
+            (None, None) => None,
         };
+        let engine = match (&self.engine, table_kind) {
+            (None, kind) => Engine::spinney(kind.unwrap_or(TableKind::Lsm)),
+            (Some(name), kind) => {
+                let engine = Engine::from_name(name).ok_or_else(|| {
+                    format!(
+                        "unknown engine '{name}'; valid engines are: {}",
+                        Engine::names()
+                    )
+                })?;
+                if let Some(kind) = kind {
+                    if engine != Engine::spinney(kind) {
+                        return Err(format!(
+                            "--engine={name} and --use_lsm/--table_kind={} disagree",
+                            kind.name()
+                        ));
+                    }
+                }
+                engine
+            }
+        };
+        let compare = match &self.compare {
+            None => Vec::new(),
+            Some(list) => parse_engines(list)?,
+        };
+        if !compare.is_empty() && (self.engine.is_some() || table_kind.is_some()) {
+            return Err(
+                "--compare names the engines; leave out --engine, --use_lsm and --table_kind"
+                    .into(),
+            );
+        }
         if self.sync && self.disable_wal {
             return Err("--sync=1 and --disable_wal=1 contradict each other".into());
         }
@@ -664,12 +898,12 @@ impl Flags {
             num: self.num,
             reads: u64::try_from(self.reads).ok(),
             threads: self.threads,
-            duration: (self.duration > 0).then(|| Duration::from_secs(self.duration)),
+            duration: seconds("duration", self.duration)?,
             key_size: self.key_size,
             value_size: self.value_size,
             batch_size: self.batch_size,
             writes_per_second: self.writes_per_second,
-            table_kind,
+            engine,
             cache_size: self.cache_size,
             bloom_bits: self.bloom_bits,
             compression: match self.compression_type {
@@ -709,10 +943,34 @@ impl Flags {
                 }
             },
             scale: self.scale,
+            compare,
+            rounds: self.rounds,
+            results_file: self.results_file,
         };
         config.validate()?;
         Ok(config)
     }
+}
+
+/// The engines of a `--compare` list (empty names skipped).
+fn parse_engines(list: &str) -> Result<Vec<Engine>, String> {
+    let engines = list
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            Engine::from_name(name).ok_or_else(|| {
+                format!(
+                    "unknown engine '{name}'; valid engines are: {}",
+                    Engine::names()
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if engines.is_empty() {
+        return Err("--compare names no engine".into());
+    }
+    Ok(engines)
 }
 
 /// The benchmarks of a `--benchmarks` list; empty names (a trailing comma)
@@ -764,15 +1022,23 @@ mod tests {
         // Goal: --use_lsm and --table_kind are one setting; a contradiction
         // is a usage error, not a silent choice.
         assert_eq!(
-            parse(&["--use_lsm=0"]).expect("parse").table_kind,
-            TableKind::Btree
+            parse(&["--use_lsm=0"]).expect("parse").engine,
+            Engine::SpinneyBtree
         );
         assert_eq!(
             parse(&["--table_kind=btree", "--use_lsm=0"])
                 .expect("parse")
-                .table_kind,
-            TableKind::Btree
+                .engine,
+            Engine::SpinneyBtree
         );
+        assert_eq!(
+            parse(&["--engine=spinney-btree", "--use_lsm=0"])
+                .expect("parse")
+                .engine,
+            Engine::SpinneyBtree
+        );
+        let err = parse(&["--engine=spinney-lsm", "--use_lsm=0"]).expect_err("conflict");
+        assert!(err.to_string().contains("disagree"), "{err}");
         let err = parse(&["--table_kind=btree", "--use_lsm=1"]).expect_err("conflict");
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("disagree"), "{err}");
@@ -810,6 +1076,99 @@ mod tests {
             parse(&["--disable_wal=1"]).expect("parse").durability,
             Durability::Off
         );
+    }
+
+    #[test]
+    fn to_args_gives_the_configuration_back() {
+        // Goal: a comparison's child process gets exactly the parent's
+        // configuration, every field included, through its flags.
+        let c = parse(&[
+            "--benchmarks=fillrandom,readrandom,compact0",
+            "--num=1234",
+            "--reads=77",
+            "--threads=3",
+            "--duration=1.5",
+            "--key_size=10",
+            "--value_size=33",
+            "--batch_size=9",
+            "--writes_per_second=100",
+            "--engine=spinney-btree",
+            "--cache_size=1000000",
+            "--bloom_bits=7",
+            "--compression_type=lz4",
+            "--compaction_style=tiered",
+            "--background_threads=1",
+            "--write_buffer_size=1048576",
+            "--page_size=16384",
+            "--db=/tmp/x y",
+            "--sync=1",
+            "--seek_nexts=4",
+            "--histogram=1",
+            "--stats_interval=10",
+            "--stats_interval_seconds=0.25",
+            "--report_interval_seconds=2",
+            "--seed=42",
+            "--report=/tmp/r.csv",
+            "--plot=/tmp/p.svg",
+            "--progress=0",
+            "--scenario=iibench",
+            "--scale=0.5",
+            "--rounds=5",
+            "--results_file=/tmp/res",
+        ])
+        .expect("parse");
+        let args = c.to_args();
+        let back = Config::from_args(std::iter::once("spinney-bench".to_string()).chain(args))
+            .expect("parse back");
+        assert_eq!(back, c);
+        let c = parse(&["--compare=spinney-btree,spinney-lsm", "--disable_wal=1"]).expect("parse");
+        let back = Config::from_args(std::iter::once("x".to_string()).chain(c.to_args()))
+            .expect("parse back");
+        assert_eq!(back, c);
+        assert_eq!(
+            parse(&[]).expect("parse").to_args().len(),
+            c.to_args().len()
+        );
+    }
+
+    #[test]
+    fn engines_and_comparisons_are_checked() {
+        // Goal: --engine and --compare take known names only, a comparison
+        // names each engine once, and an engine this build lacks says which
+        // feature brings it in.
+        let c = parse(&["--compare=spinney-lsm,spinney-btree", "--rounds=2"]).expect("parse");
+        assert_eq!(c.compare, [Engine::SpinneyLsm, Engine::SpinneyBtree]);
+        assert_eq!(c.rounds, 2);
+        for (args, needle) in [
+            (vec!["--engine=oracle"], "unknown engine 'oracle'"),
+            (vec!["--compare=spinney-lsm,nope"], "unknown engine 'nope'"),
+            (vec!["--compare=spinney-lsm,spinney-lsm"], "twice"),
+            (vec!["--compare=,"], "names no engine"),
+            (vec!["--compare=spinney-lsm", "--use_lsm=1"], "leave out"),
+            (vec!["--compare=spinney-lsm", "--rounds=0"], "--rounds"),
+        ] {
+            let err = parse(&args).expect_err("bad");
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+            assert!(err.to_string().contains(needle), "{args:?}: {err}");
+        }
+        for e in Engine::ALL.into_iter().filter(|e| !e.is_built()) {
+            let err = parse(&[&format!("--engine={}", e.name())]).expect_err("not built");
+            assert!(err.to_string().contains("--features"), "{err}");
+        }
+    }
+
+    #[test]
+    fn seed_zero_draws_a_new_seed_and_a_fixed_seed_stays() {
+        // Goal: db_bench's --seed semantics: 0 draws a new (non-zero) seed
+        // each time, anything else is kept.
+        let c = parse(&[]).expect("parse");
+        assert_eq!(c.seed, 0);
+        let a = c.resolve_seed();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = c.resolve_seed();
+        assert!(a != 0 && b != 0);
+        assert_ne!(a, b);
+        assert_eq!(parse(&["--seed=5"]).expect("parse").resolve_seed(), 5);
     }
 
     #[test]

@@ -134,13 +134,16 @@ impl ValueGenerator {
 /// run with the same flags makes the same keys, and two threads or two
 /// benchmarks do not make the same sequence.
 pub fn worker_rng(seed: u64, benchmark_index: usize, thread: usize) -> SmallRng {
-    // SplitMix64's finaliser spreads the three numbers over all 64 bits.
-    let mut z = seed
+    SmallRng::seed_from_u64(mix(seed
         ^ (benchmark_index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ (thread as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        ^ (thread as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)))
+}
+
+/// SplitMix64's finaliser: spreads the bits of `z` over all 64 bits.
+pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    SmallRng::seed_from_u64(z ^ (z >> 31))
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@
 //! (db_bench's text), `report` (CSV), `progress` (the bar), `plot` (charts).
 
 mod bench;
+mod compare;
+mod engine;
 mod flags;
 mod keys;
 mod latency;
@@ -47,6 +49,10 @@ pub mod scenario;
 use std::time::Duration;
 
 pub use bench::{default_comparison_config, run_benchmarks, run_comparison, Comparison, TABLE};
+pub use compare::{
+    run_compare, this_program, CompareRow, Comparison as EngineComparison, Failure, RoundFigures,
+};
+pub use engine::{Engine, EngineError};
 pub use flags::{Benchmark, Config, THREADS_MAX};
 pub use hdrhistogram::Histogram;
 pub use keys::{KeyFormat, ValueGenerator};
@@ -60,8 +66,13 @@ pub use spinney::TableKind;
 pub struct BenchResult {
     /// Which benchmark.
     pub benchmark: Benchmark,
-    /// The kind of table it ran on.
+    /// The engine it ran on.
+    pub engine: Engine,
+    /// The structure of that engine's tables.
     pub table_kind: TableKind,
+    /// False when the engine has no such operation (compact0 on an engine
+    /// without levels, checkpoint on an LSM engine): every figure is then 0.
+    pub supported: bool,
     /// Threads that did the measured operations (readwhilewriting: readers).
     pub threads: usize,
     /// Operations done by all those threads (a batch counts its entries).
@@ -94,6 +105,11 @@ pub struct BenchResult {
     pub read_context: Option<ReadContextMean>,
     /// Bytes of all files in the database directory at the end.
     pub db_size_bytes: u64,
+    /// Bytes of keys and values the benchmark wrote (readwhilewriting: its
+    /// writer), the denominator of the write amplification.
+    pub user_bytes_written: u64,
+    /// The process's peak resident set during the benchmark, in bytes.
+    pub peak_rss_bytes: u64,
     /// The time series: one entry per `Config::report_interval`.
     pub intervals: Vec<Interval>,
     /// readwhilewriting's writer.
@@ -142,6 +158,15 @@ impl ReadContextMean {
             blocks_from_storage: per(total.blocks_from_storage),
             bytes_read: per(total.bytes_read),
         }
+    }
+}
+
+impl BenchResult {
+    /// Bytes the process sent to storage per byte of keys and values
+    /// written; `None` for a benchmark that wrote nothing.
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.user_bytes_written > 0)
+            .then(|| self.resources.storage_bytes_written as f64 / self.user_bytes_written as f64)
     }
 }
 
@@ -229,8 +254,10 @@ pub enum BenchError {
         /// What the run was doing.
         context: String,
         /// The engine's error.
-        error: spinney::Error,
+        error: EngineError,
     },
+    /// A child process of a comparison failed.
+    Child(String),
     /// A file of the run (report, directory) failed.
     Io {
         /// What the run was doing.
@@ -256,9 +283,14 @@ impl BenchError {
         move |error| BenchError::Io { context, error }
     }
 
-    pub(crate) fn engine(context: impl Into<String>) -> impl FnOnce(spinney::Error) -> BenchError {
+    pub(crate) fn engine<E: Into<EngineError>>(
+        context: impl Into<String>,
+    ) -> impl FnOnce(E) -> BenchError {
         let context = context.into();
-        move |error| BenchError::Engine { context, error }
+        move |error| BenchError::Engine {
+            context,
+            error: error.into(),
+        }
     }
 }
 
@@ -269,6 +301,7 @@ impl std::fmt::Display for BenchError {
             BenchError::Engine { context, error } => write!(f, "{context}: {error}"),
             BenchError::Io { context, error } => write!(f, "{context}: {error}"),
             BenchError::Plot(m) => write!(f, "plot: {m}"),
+            BenchError::Child(m) => write!(f, "{m}"),
         }
     }
 }

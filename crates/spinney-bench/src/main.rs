@@ -6,7 +6,10 @@
 
 use std::process::ExitCode;
 
-use spinney_bench::{default_comparison_config, run_benchmarks, run_comparison, scenario, Config};
+use spinney_bench::{
+    default_comparison_config, run_benchmarks, run_compare, run_comparison, scenario, this_program,
+    BenchError, Config,
+};
 
 fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
@@ -20,6 +23,14 @@ fn main() -> ExitCode {
         };
         match config.scenario {
             Some(scenario) => scenario::run(scenario, &config, &mut out).map(|_| ()),
+            None if !config.compare.is_empty() => this_program()
+                .and_then(|exe| run_compare(&config, &exe, &mut out))
+                .and_then(|c| match c.failures.len() {
+                    0 => Ok(()),
+                    n => Err(BenchError::Child(format!(
+                        "{n} of the comparison's runs failed"
+                    ))),
+                }),
             None => run_benchmarks(&config, &mut out).map(|_| ()),
         }
     };

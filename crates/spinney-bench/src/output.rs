@@ -26,6 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use spinney::{Durability, TableKind};
 
+use crate::engine::Engine;
 use crate::latency::histogram_text;
 use crate::{BenchResult, Config};
 
@@ -36,11 +37,12 @@ const NAME_WIDTH: usize = 12;
 const MB: f64 = 1_048_576.0;
 
 /// The lines LevelDB's db_bench prints to stderr before its header: the
-/// engine's version, the date, the CPUs.
-pub fn environment() -> String {
+/// engine and its version, the date, the CPUs.
+pub fn environment(engine: Engine) -> String {
     let mut text = format!(
-        "spinney:    version {}\nDate:       {} UTC\n",
-        env!("CARGO_PKG_VERSION"),
+        "{:<11} version {}\nDate:       {} UTC\n",
+        format!("{}:", engine.name()),
+        crate::engine::version(engine),
         utc_now()
     );
     if let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") {
@@ -92,6 +94,7 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
         "FileSize:   {:.1} MB (estimated)",
         (key + value * ratio) * num / MB
     )?;
+    writeln!(out, "Engine:     {}", config.engine.name())?;
     writeln!(out, "Table:      {}", describe_table(config))?;
     writeln!(out, "Cache:      {:.1} MB", config.cache_size as f64 / MB)?;
     writeln!(
@@ -108,6 +111,7 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
         "Threads:    {} ({} background)",
         config.threads, config.background_threads
     )?;
+    writeln!(out, "Seed:       {}", config.seed)?;
     if cfg!(debug_assertions) {
         writeln!(
             out,
@@ -119,7 +123,10 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
 
 /// The table's kind and the options that matter to it, in one line.
 fn describe_table(config: &Config) -> String {
-    match config.table_kind {
+    if !config.engine.is_spinney() {
+        return crate::engine::describe(config);
+    }
+    match config.table_kind() {
         TableKind::Lsm => format!(
             "lsm, {} compaction, bloom filter {} bits/key, write buffer {:.1} MB, compression {}",
             config.compaction_style.name(),
@@ -160,6 +167,10 @@ pub fn result_line(r: &BenchResult) -> String {
 /// Prints a result: the db_bench line, the histogram if asked for, then
 /// spinney's figures.
 pub fn write_result(out: &mut dyn Write, r: &BenchResult, histogram: bool) -> io::Result<()> {
+    if !r.supported {
+        writeln!(out, "{:<NAME_WIDTH$} : not supported", r.benchmark.name())?;
+        return out.flush();
+    }
     writeln!(out, "{}", result_line(r))?;
     if histogram {
         writeln!(
@@ -179,19 +190,20 @@ pub fn write_result(out: &mut dyn Write, r: &BenchResult, histogram: bool) -> io
     }
     writeln!(
         out,
-        "  db size: {:.1} MB ({} bytes)",
+        "  db size: {:.1} MB ({} bytes); peak RSS {:.1} MB",
         r.db_size_bytes as f64 / MB,
-        r.db_size_bytes
+        r.db_size_bytes,
+        r.peak_rss_bytes as f64 / MB
     )?;
     if r.benchmark.is_operation() {
         let c = &r.resources;
         writeln!(
             out,
-            "  cost: {:.1} KB written, {:.1} KB read, {} read requests, {} syncs, {} CPU micros, {} context switches",
+            "  cost: {:.1} KB written, {:.1} KB read, {} read requests, {}{} CPU micros, {} context switches",
             c.bytes_written as f64 / 1024.0,
             c.bytes_read as f64 / 1024.0,
             c.read_requests,
-            c.syncs,
+            c.syncs.map_or(String::new(), |s| format!("{s} syncs, ")),
             c.cpu_micros,
             c.context_switches
         )?;
@@ -199,10 +211,24 @@ pub fn write_result(out: &mut dyn Write, r: &BenchResult, histogram: bool) -> io
         let a = &r.amplification;
         writeln!(
             out,
-            "  per 1000 ops: {:.1} KB written, {:.1} KB read, {:.1} read requests, {:.2} syncs, {:.0} CPU micros, {:.2} context switches",
-            a.kb_written, a.kb_read, a.read_requests, a.syncs, a.cpu_micros, a.context_switches
+            "  per 1000 ops: {:.1} KB written, {:.1} KB read, {:.1} read requests, {}{:.0} CPU micros, {:.2} context switches",
+            a.kb_written,
+            a.kb_read,
+            a.read_requests,
+            a.syncs.map_or(String::new(), |s| format!("{s:.2} syncs, ")),
+            a.cpu_micros,
+            a.context_switches
         )?;
     }
+    let c = &r.resources;
+    writeln!(
+        out,
+        "  storage: {:.1} MB written, {:.1} MB read{}",
+        c.storage_bytes_written as f64 / MB,
+        c.storage_bytes_read as f64 / MB,
+        r.write_amplification()
+            .map_or(String::new(), |w| format!("; write amplification {w:.2}"))
+    )?;
     if let Some(c) = &r.read_context {
         writeln!(
             out,

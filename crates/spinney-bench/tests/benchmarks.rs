@@ -9,7 +9,7 @@ use std::time::Duration;
 use spinney::{Db, Options, TableKind};
 use spinney_bench::{
     parse_percentiles, parse_result_line, run_benchmarks, run_comparison, BenchError, BenchResult,
-    Benchmark, Config, KeyFormat, TABLE,
+    Benchmark, Config, Engine, KeyFormat, TABLE,
 };
 
 const NUM: u64 = 2000;
@@ -21,7 +21,7 @@ fn tiny(kind: TableKind, db: &Path, benchmarks: &[Benchmark]) -> Config {
     Config {
         benchmarks: benchmarks.to_vec(),
         num: NUM,
-        table_kind: kind,
+        engine: Engine::spinney(kind),
         write_buffer_size: 64 << 10,
         db: Some(db.to_path_buf()),
         progress: false,
@@ -345,12 +345,12 @@ fn existing_database_is_kept_and_fresh_fills_are_skipped() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].found.map(|f| f.found), Some(NUM));
     let wrong = Config {
-        table_kind: TableKind::Lsm,
+        engine: Engine::SpinneyLsm,
         ..config
     };
     let err = run_benchmarks(&wrong, &mut Vec::new()).expect_err("wrong kind");
     assert!(matches!(err, BenchError::Config(_)), "{err}");
-    assert!(err.to_string().contains("--table_kind=btree"), "{err}");
+    assert!(err.to_string().contains("--engine=spinney-btree"), "{err}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! Running benchmarks: the database and its one table, fresh databases for
-//! the fills, the figures of each benchmark, the report and the chart; and
-//! the default comparison of an LSM table with a B-tree table.
+//! Running benchmarks: the engine's database and its one table, fresh
+//! databases for the fills, the figures of each benchmark, the report and
+//! the chart; and the default comparison of an LSM table with a B-tree
+//! table.
 //!
 //! Thread-safety: `run_benchmarks` runs in the caller's thread and starts
 //! the benchmarks' threads itself (see `worker`).
@@ -12,10 +13,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use spinney::{Db, Table, TableKind};
+use spinney::TableKind;
 
+use crate::engine::{self, Engine, EngineError, Store, TableSpec};
 use crate::latency::{new_histogram, Latency};
-use crate::measure::{dir_size, Resources};
+use crate::measure::{dir_size, peak_rss, reset_peak_rss, Resources};
 use crate::output;
 use crate::plot;
 use crate::report::Report;
@@ -26,39 +28,17 @@ use self::worker::Measured;
 /// The name of the benchmarks' table.
 pub const TABLE: &str = "default";
 
-/// The database of a run and its table.
+/// The database of a run: the engine's store with one table.
 struct Session {
-    db: Db,
-    table: Table,
+    store: Box<dyn Store>,
     dir: PathBuf,
 }
 
 impl Session {
     fn open(config: &Config, dir: &Path) -> Result<Session, BenchError> {
-        let db =
-            Db::open(dir, config.db_options()).map_err(|e| setup_error("open the database", e))?;
-        let table = match db.table(TABLE) {
-            Ok(t) => {
-                let kind = t.options().kind;
-                if kind != config.table_kind {
-                    return Err(BenchError::Config(format!(
-                        "the table '{TABLE}' in {} is a {} table; pass --table_kind={}",
-                        dir.display(),
-                        kind.name(),
-                        kind.name()
-                    )));
-                }
-                t
-            }
-            Err(spinney::Error::NoSuchTable(_)) => {
-                db.create_table(TABLE, config.table_options())
-                    .map_err(|e| setup_error("create the table", e))?
-            }
-            Err(e) => return Err(setup_error("open the table", e)),
-        };
+        let store = engine::open(config.engine, config, dir, &[TableSpec::named(TABLE)])?;
         Ok(Session {
-            db,
-            table,
+            store,
             dir: dir.to_path_buf(),
         })
     }
@@ -72,8 +52,7 @@ impl Session {
     }
 
     fn close(self) -> Result<(), BenchError> {
-        drop(self.table);
-        self.db
+        self.store
             .close()
             .map_err(BenchError::engine("close the database"))
     }
@@ -85,13 +64,14 @@ pub(crate) fn setup_error(context: &str, e: spinney::Error) -> BenchError {
         spinney::Error::InvalidArgument(m) => BenchError::Config(m),
         error => BenchError::Engine {
             context: context.to_string(),
-            error,
+            error: error.into(),
         },
     }
 }
 
 /// Empties `dir` for a new database: creates it if missing, deletes the
-/// spinney database it holds, refuses a directory holding anything else.
+/// database it holds (of any engine the lab knows), refuses a directory
+/// holding anything else.
 pub(crate) fn destroy(dir: &Path) -> Result<(), BenchError> {
     let shown = dir.display();
     let entries = match std::fs::read_dir(dir) {
@@ -100,9 +80,9 @@ pub(crate) fn destroy(dir: &Path) -> Result<(), BenchError> {
         Err(e) => return Err(BenchError::io(format!("read {shown}"))(e)),
     };
     if entries > 0 {
-        if !dir.join("CURRENT").exists() {
+        if !Engine::ALL.iter().any(|e| dir.join(e.marker()).exists()) {
             return Err(BenchError::Config(format!(
-                "--db={shown} holds files but no spinney database (no CURRENT file); refusing to delete them"
+                "--db={shown} holds files but no database the lab made (no CURRENT, WiredTiger, data.mdb, fjall.lab or redb.lab file); refusing to delete them"
             )));
         }
         std::fs::remove_dir_all(dir).map_err(BenchError::io(format!("delete {shown}")))?;
@@ -128,15 +108,25 @@ pub(crate) fn root_dir(
     }
 }
 
-/// Runs `config.benchmarks` in order on one database, prints db_bench's
-/// output to `out` (and the environment and progress to stderr), writes the
-/// report and the chart if asked, and returns a result per timed benchmark
-/// (stats and shape only print).
+/// Runs `config.benchmarks` in order on one database of `config.engine`,
+/// prints db_bench's output to `out` (and the environment and progress to
+/// stderr), writes the report and the chart if asked, and returns a result
+/// per timed benchmark (stats and shape only print). With `--seed=0` the
+/// run draws a seed of its own and prints it.
 pub fn run_benchmarks(
     config: &Config,
     out: &mut dyn Write,
 ) -> Result<Vec<BenchResult>, BenchError> {
     config.validate().map_err(BenchError::Config)?;
+    if !config.compare.is_empty() {
+        return Err(BenchError::Config(
+            "a configuration with engines to compare runs through run_compare".into(),
+        ));
+    }
+    let config = &Config {
+        seed: config.resolve_seed(),
+        ..config.clone()
+    };
     let (dir, _temp) = root_dir(config)?;
     if !config.use_existing_db {
         destroy(&dir)?;
@@ -146,7 +136,7 @@ pub fn run_benchmarks(
     let mut session = Session::open(config, &dir)?;
     let mut report = config.report.as_deref().map(Report::create).transpose()?;
     // eprint!, not a write to stderr, so that test harnesses capture it.
-    eprint!("{}", output::environment());
+    eprint!("{}", output::environment(config.engine));
     output::header(out, config).map_err(BenchError::io("print"))?;
     let run_start = Instant::now();
     let mut results = Vec::new();
@@ -164,20 +154,17 @@ pub fn run_benchmarks(
             }
             session = session.reopen_fresh(config)?;
         }
-        match benchmark {
-            Benchmark::Stats => {
-                writeln!(out, "\n{}", session.db.stats()).map_err(print)?;
-                continue;
+        if benchmark.is_printout() {
+            let text = session
+                .store
+                .printout(benchmark)
+                .map_err(BenchError::engine(format!("{benchmark}")))?;
+            match text {
+                Some(text) => writeln!(out, "\n{text}"),
+                None => writeln!(out, "{:<12} : not supported", benchmark.name()),
             }
-            Benchmark::Shape => {
-                let shape = session
-                    .table
-                    .shape()
-                    .map_err(BenchError::engine("read the table's shape"))?;
-                writeln!(out, "\n{shape}").map_err(print)?;
-                continue;
-            }
-            _ => {}
+            .map_err(print)?;
+            continue;
         }
         let start_seconds = run_start.elapsed().as_secs_f64();
         let result = run_one(&session, config, index, benchmark, start_seconds)?;
@@ -191,6 +178,9 @@ pub fn run_benchmarks(
     if let Some(path) = &config.plot {
         draw(path, &results)?;
     }
+    if let Some(path) = &config.results_file {
+        crate::compare::write_results(path, &results)?;
+    }
     Ok(results)
 }
 
@@ -202,21 +192,26 @@ fn run_one(
     benchmark: Benchmark,
     start_seconds: f64,
 ) -> Result<BenchResult, BenchError> {
-    let before = Resources::now(&session.db);
+    let store = session.store.as_ref();
+    reset_peak_rss();
+    let before = Resources::now(store.io_counters());
     let measured = if benchmark.is_operation() {
-        operation(session, benchmark)
+        operation(store, benchmark)
     } else {
         let ctx = workloads::Context {
-            db: &session.db,
-            table: &session.table,
+            store,
             config,
             index,
         };
-        workloads::run(&ctx, benchmark)
+        workloads::run(&ctx, benchmark).map(Some)
     }
     .map_err(BenchError::engine(format!("{benchmark}")))?;
-    let resources = Resources::now(&session.db).since(&before);
+    let resources = Resources::now(store.io_counters()).since(&before);
+    let peak_rss_bytes = peak_rss();
     let db_size_bytes = dir_size(&session.dir);
+    let Some(measured) = measured else {
+        return Ok(unsupported(config, benchmark, start_seconds, db_size_bytes));
+    };
     // db_bench pretends one operation was done, so that a benchmark that
     // did nothing still prints numbers rather than a division by zero.
     let ops_for_rates = measured.ops.max(1);
@@ -228,8 +223,7 @@ fn run_one(
         found: measured.found,
         total: measured.attempted,
     });
-    let read_context = benchmark
-        .is_read()
+    let read_context = (benchmark.is_read() && store.counts_reads())
         .then(|| ReadContextMean::of(&measured.read_context, measured.ops));
     let writer = measured.writer.map(|w| WriterFigures {
         writes: w.writes,
@@ -237,6 +231,12 @@ fn run_one(
         writes_per_sec: w.writes as f64 / w.elapsed.as_secs_f64().max(1e-9),
         limit_per_sec: config.writes_per_second,
     });
+    let entry_bytes = (config.key_size + config.value_size) as u64;
+    let user_bytes_written = match benchmark {
+        Benchmark::ReadWhileWriting => writer.map_or(0, |w| w.writes * entry_bytes),
+        _ if benchmark.is_write() => measured.bytes,
+        _ => 0,
+    };
     let threads = match benchmark {
         _ if benchmark.is_operation() => 1,
         Benchmark::FillSeq | Benchmark::FillSeqBatch | Benchmark::FillBatch => 1,
@@ -244,7 +244,9 @@ fn run_one(
     };
     Ok(BenchResult {
         benchmark,
-        table_kind: config.table_kind,
+        engine: config.engine,
+        table_kind: config.table_kind(),
+        supported: true,
         threads,
         ops: measured.ops,
         elapsed: measured.wall,
@@ -260,31 +262,58 @@ fn run_one(
         amplification: resources.per_thousand(measured.ops),
         read_context,
         db_size_bytes,
+        user_bytes_written,
+        peak_rss_bytes,
         intervals: measured.intervals,
         writer,
     })
 }
 
-/// Runs one operation on the database, timed as one operation.
-fn operation(session: &Session, benchmark: Benchmark) -> spinney::Result<Measured> {
+/// The result of an operation the engine does not have: no figures.
+fn unsupported(
+    config: &Config,
+    benchmark: Benchmark,
+    start_seconds: f64,
+    db_size_bytes: u64,
+) -> BenchResult {
+    BenchResult {
+        benchmark,
+        engine: config.engine,
+        table_kind: config.table_kind(),
+        supported: false,
+        threads: 1,
+        ops: 0,
+        elapsed: Duration::ZERO,
+        start_seconds,
+        micros_per_op: 0.0,
+        ops_per_sec: 0.0,
+        bytes: 0,
+        mb_per_sec: 0.0,
+        found: None,
+        histogram: new_histogram(),
+        latency: Latency::default(),
+        resources: Resources::default(),
+        amplification: Resources::default().per_thousand(0),
+        read_context: None,
+        db_size_bytes,
+        user_bytes_written: 0,
+        peak_rss_bytes: 0,
+        intervals: Vec::new(),
+        writer: None,
+    }
+}
+
+/// Runs one operation on the database, timed as one operation; `None` when
+/// the engine has no such operation.
+fn operation(store: &dyn Store, benchmark: Benchmark) -> Result<Option<Measured>, EngineError> {
     let started = Instant::now();
-    match benchmark {
-        Benchmark::Flush => session.db.flush()?,
-        Benchmark::Compact | Benchmark::CompactAll => session.table.compact_all()?,
-        Benchmark::Compact0 => session.table.compact_level(0)?,
-        Benchmark::Compact1 => session.table.compact_level(1)?,
-        Benchmark::WaitForCompaction => session.db.wait_for_compaction()?,
-        Benchmark::Checkpoint => session.db.checkpoint()?,
-        other => {
-            return Err(spinney::Error::InvalidArgument(format!(
-                "{other} is not an operation"
-            )))
-        }
+    if !store.operation(benchmark)? {
+        return Ok(None);
     }
     let wall = started.elapsed();
     let mut hist = new_histogram();
     hist.saturating_record(u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX));
-    Ok(Measured {
+    Ok(Some(Measured {
         hist,
         ops: 1,
         bytes: 0,
@@ -295,7 +324,7 @@ fn operation(session: &Session, benchmark: Benchmark) -> spinney::Result<Measure
         read_context: spinney::ReadContext::default(),
         intervals: Vec::new(),
         writer: None,
-    })
+    }))
 }
 
 /// Draws ops/sec over the run's time, one line per benchmark.
@@ -304,7 +333,7 @@ fn draw(path: &Path, results: &[BenchResult]) -> Result<(), BenchError> {
         .iter()
         .filter(|r| !r.intervals.is_empty())
         .map(|r| plot::Series {
-            name: format!("{} ({})", r.benchmark.name(), r.table_kind.name()),
+            name: format!("{} ({})", r.benchmark.name(), r.engine.name()),
             points: r
                 .intervals
                 .iter()
@@ -353,7 +382,7 @@ pub fn run_comparison(base: &Config, out: &mut dyn Write) -> Result<Comparison, 
     let mut runs = Vec::new();
     for kind in [TableKind::Lsm, TableKind::Btree] {
         let config = Config {
-            table_kind: kind,
+            engine: Engine::spinney(kind),
             db: None,
             use_existing_db: false,
             report: None,

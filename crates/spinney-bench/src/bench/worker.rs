@@ -19,11 +19,12 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
-use spinney::{Db, ReadContext};
+use spinney::ReadContext;
 
+use crate::engine::{EngineResult, Store};
 use crate::latency::{merge, new_histogram, Latency};
 use crate::progress::Progress;
-use crate::{Interval, ShapeCounts};
+use crate::Interval;
 
 /// How often a worker hands its latencies and counts to its slot: often
 /// enough that intervals of a second are cut within 1% of their edge.
@@ -167,8 +168,7 @@ pub(crate) struct Measured {
 
 /// How the threads of one benchmark are run and watched.
 pub(crate) struct Plan<'a> {
-    pub db: &'a Db,
-    pub table_name: &'a str,
+    pub store: &'a dyn Store,
     pub name: &'a str,
     pub threads: usize,
     /// When set, every thread stops this long after the start.
@@ -181,8 +181,8 @@ pub(crate) struct Plan<'a> {
     pub progress: &'a Progress,
 }
 
-type Body<'b> = dyn Fn(usize, &mut Worker<'_>) -> spinney::Result<ThreadOutcome> + Sync + 'b;
-type Background<'b> = dyn Fn(&AtomicBool) -> spinney::Result<WriterOutcome> + Sync + 'b;
+type Body<'b> = dyn Fn(usize, &mut Worker<'_>) -> EngineResult<ThreadOutcome> + Sync + 'b;
+type Background<'b> = dyn Fn(&AtomicBool) -> EngineResult<WriterOutcome> + Sync + 'b;
 
 /// Runs `body` in `plan.threads` threads (each given its index and its
 /// `Worker`), and `background`, if any, in one more thread until the others
@@ -191,7 +191,7 @@ pub(crate) fn run(
     plan: &Plan<'_>,
     body: &Body<'_>,
     background: Option<&Background<'_>>,
-) -> spinney::Result<Measured> {
+) -> EngineResult<Measured> {
     let slots: Vec<Slot> = (0..plan.threads).map(|_| Slot::new()).collect();
     let abort = AtomicBool::new(false);
     let readers_done = AtomicBool::new(false);
@@ -408,7 +408,7 @@ impl<'p> Sampler<'p> {
                     0.0
                 },
                 p99_micros,
-                shape: ShapeCounts::of(self.plan.db, self.plan.table_name),
+                shape: self.plan.store.shape_counts(),
             });
         }
 

@@ -6,31 +6,30 @@
 //! with `worker.finish_op`; `worker::run` does the threads and the timing.
 //!
 //! Thread-safety: the bodies run in several threads at once; each makes its
-//! own random numbers, keys and values, and shares only the `Db` and `Table`
-//! handles, which are made for that.
+//! own random numbers, keys and values, and its own engine session, and
+//! shares only the `Store`, which is made for that.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use spinney::{Db, Table, WriteBatch};
 
 use super::worker::{self, Measured, Plan, ThreadOutcome, Worker, WriterOutcome};
+use crate::engine::{Batch, EngineError, EngineResult, Store};
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::progress::Progress;
 use crate::{Benchmark, Config};
 
 /// The part of a run a benchmark needs.
 pub(crate) struct Context<'a> {
-    pub db: &'a Db,
-    pub table: &'a Table,
+    pub store: &'a dyn Store,
     pub config: &'a Config,
     /// The benchmark's position in `--benchmarks` (for its random seeds).
     pub index: usize,
 }
 
 /// Runs one workload benchmark (not an operation or a printout).
-pub(crate) fn run(ctx: &Context<'_>, benchmark: Benchmark) -> spinney::Result<Measured> {
+pub(crate) fn run(ctx: &Context<'_>, benchmark: Benchmark) -> EngineResult<Measured> {
     let c = ctx.config;
     let sequential_fill = matches!(
         benchmark,
@@ -51,12 +50,11 @@ pub(crate) fn run(ctx: &Context<'_>, benchmark: Benchmark) -> spinney::Result<Me
     let expected_ops = (per_thread != u64::MAX).then(|| per_thread.saturating_mul(threads as u64));
     let progress = Progress::start(benchmark.name(), c.progress, expected_ops);
     let plan = Plan {
-        db: ctx.db,
-        table_name: ctx.table.name(),
+        store: ctx.store,
         name: benchmark.name(),
         threads,
         duration,
-        count_reads: benchmark.is_read(),
+        count_reads: benchmark.is_read() && ctx.store.counts_reads(),
         report_interval: c.report_interval,
         line_interval: c.stats_interval,
         line_every_ops: c.stats_interval_ops,
@@ -99,8 +97,8 @@ pub(crate) fn run(ctx: &Context<'_>, benchmark: Benchmark) -> spinney::Result<Me
         }
         Benchmark::ReadSeq => worker::run(&plan, &|_, w| scan(ctx, w, per_thread, true), None),
         Benchmark::ReadReverse => worker::run(&plan, &|_, w| scan(ctx, w, per_thread, false), None),
-        other => Err(spinney::Error::InvalidArgument(format!(
-            "{other} is not a workload"
+        other => Err(EngineError::Spinney(spinney::Error::InvalidArgument(
+            format!("{other} is not a workload"),
         ))),
     };
     progress.finish();
@@ -129,8 +127,9 @@ fn write(
     batch: u64,
     keys: Keys,
     op: Op,
-) -> spinney::Result<ThreadOutcome> {
+) -> EngineResult<ThreadOutcome> {
     let c = ctx.config;
+    let mut session = ctx.store.session()?;
     let format = KeyFormat::new(c.key_size);
     let mut rng = worker_rng(c.seed, ctx.index, thread);
     let mut values = ValueGenerator::new(rng.gen(), c.value_size);
@@ -140,9 +139,11 @@ fn write(
         Op::Put => (c.key_size + c.value_size) as u64,
         Op::Delete => 0,
     };
+    let mut b = Batch::new();
+    w.restart_clock();
     while w.more(limit) {
         let n = batch.min(limit - w.ops);
-        let mut b = WriteBatch::new();
+        b.clear();
         for j in 0..n {
             let k = match keys {
                 Keys::Sequential => w.ops + j,
@@ -150,11 +151,11 @@ fn write(
             };
             format.write(k, &mut key);
             match op {
-                Op::Put => b.put(ctx.table, &key, values.next(c.value_size)),
-                Op::Delete => b.delete(ctx.table, &key),
+                Op::Put => b.put(0, &key, values.next(c.value_size)),
+                Op::Delete => b.delete(0, &key),
             }
         }
-        ctx.db.write(b)?;
+        session.write(&b)?;
         w.finish_op(n, n * entry_bytes);
     }
     Ok(ThreadOutcome::default())
@@ -168,13 +169,15 @@ fn read_random(
     w: &mut Worker<'_>,
     limit: u64,
     missing: bool,
-) -> spinney::Result<ThreadOutcome> {
+) -> EngineResult<ThreadOutcome> {
     let c = ctx.config;
+    let mut session = ctx.store.session()?;
     let format = KeyFormat::new(c.key_size);
     let mut rng = worker_rng(c.seed, ctx.index, thread);
     let mut key = Vec::with_capacity(c.key_size + 1);
     let range = c.num.max(1);
     let mut out = ThreadOutcome::default();
+    w.restart_clock();
     while w.more(limit) {
         let k = rng.gen_range(0..range);
         if missing {
@@ -182,10 +185,10 @@ fn read_random(
         } else {
             format.write(k, &mut key);
         }
-        let bytes = match ctx.table.get(&key)? {
-            Some(v) => {
+        let bytes = match session.get(0, &key)? {
+            Some(len) => {
                 out.found += 1;
-                (key.len() + v.len()) as u64
+                (key.len() + len) as u64
             }
             None => 0,
         };
@@ -203,31 +206,21 @@ fn seek_random(
     thread: usize,
     w: &mut Worker<'_>,
     limit: u64,
-) -> spinney::Result<ThreadOutcome> {
+) -> EngineResult<ThreadOutcome> {
     let c = ctx.config;
+    let mut session = ctx.store.session()?;
     let format = KeyFormat::new(c.key_size);
     let mut rng = worker_rng(c.seed, ctx.index, thread);
     let mut key = Vec::with_capacity(c.key_size + 1);
     let range = c.num.max(1);
     let mut out = ThreadOutcome::default();
+    w.restart_clock();
     while w.more(limit) {
         format.write(rng.gen_range(0..range), &mut key);
-        let mut cursor = ctx.table.cursor()?;
-        cursor.seek(&key);
-        if cursor.valid() && cursor.key() == key.as_slice() {
-            out.found += 1;
-        }
-        let mut bytes = 0;
-        for _ in 0..c.seek_nexts {
-            if !cursor.valid() {
-                break;
-            }
-            bytes += (cursor.key().len() + cursor.value().len()) as u64;
-            cursor.next();
-        }
-        cursor.status()?;
+        let seek = session.seek(0, &key, c.seek_nexts)?;
+        out.found += u64::from(seek.found);
         out.attempted += 1;
-        w.finish_op(1, bytes);
+        w.finish_op(1, seek.bytes);
     }
     Ok(out)
 }
@@ -239,24 +232,16 @@ fn scan(
     w: &mut Worker<'_>,
     limit: u64,
     forward: bool,
-) -> spinney::Result<ThreadOutcome> {
-    let mut cursor = ctx.table.cursor()?;
-    if forward {
-        cursor.seek_to_first();
-    } else {
-        cursor.seek_to_last();
-    }
+) -> EngineResult<ThreadOutcome> {
+    let mut session = ctx.store.session()?;
     w.restart_clock();
-    while cursor.valid() && w.more(limit) {
-        let bytes = (cursor.key().len() + cursor.value().len()) as u64;
-        if forward {
-            cursor.next();
-        } else {
-            cursor.prev();
+    session.scan(0, forward, &mut |bytes| {
+        if !w.more(limit) {
+            return false;
         }
         w.finish_op(1, bytes);
-    }
-    cursor.status()?;
+        true
+    })?;
     Ok(ThreadOutcome::default())
 }
 
@@ -268,11 +253,13 @@ fn rate_limited_writer(
     ctx: &Context<'_>,
     readers: usize,
     done: &AtomicBool,
-) -> spinney::Result<WriterOutcome> {
+) -> EngineResult<WriterOutcome> {
     const CATCH_UP_MAX: Duration = Duration::from_secs(1);
     // Short sleeps, so that the writer sees `done` soon after the readers end.
     const SLEEP_MAX: Duration = Duration::from_millis(20);
     let c = ctx.config;
+    let mut session = ctx.store.session()?;
+    let mut batch = Batch::new();
     let format = KeyFormat::new(c.key_size);
     // The thread number after the readers', so its keys differ from theirs.
     let mut rng = worker_rng(c.seed, ctx.index, readers);
@@ -298,7 +285,9 @@ fn rate_limited_writer(
             }
         }
         format.write(rng.gen_range(0..range), &mut key);
-        ctx.table.put(&key, values.next(c.value_size))?;
+        batch.clear();
+        batch.put(0, &key, values.next(c.value_size));
+        session.write(&batch)?;
         writes += 1;
         scheduled += 1;
     }

@@ -154,7 +154,7 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
     let mut measured = Vec::new();
     for kind in KINDS {
         let base = Config {
-            table_kind: kind,
+            engine: crate::Engine::spinney(kind),
             num: plan.entries,
             db: Some(root.join(kind.name())),
             reads: None,

@@ -68,6 +68,7 @@ use spinney::{Db, TableKind, WriteBatch};
 
 use super::Summary;
 use crate::bench::setup_error;
+use crate::engine::IoCounters;
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::measure::{Amplification, Resources};
 use crate::plot;
@@ -400,7 +401,7 @@ fn run_one(
     let mut intervals = Vec::with_capacity(INTERVALS as usize);
     let run_start = Instant::now();
     for _ in 0..INTERVALS {
-        let before = Resources::now(&db);
+        let before = Resources::now(Some(IoCounters::of(&db)));
         let start = Instant::now();
         let mut left = sizes.interval_docs;
         while left > 0 {
@@ -428,7 +429,7 @@ fn run_one(
             left -= n;
         }
         let seconds = start.elapsed().as_secs_f64();
-        let used = Resources::now(&db).since(&before);
+        let used = Resources::now(Some(IoCounters::of(&db))).since(&before);
         intervals.push(IntervalFigures {
             docs: next_id,
             docs_per_sec: if seconds > 0.0 {

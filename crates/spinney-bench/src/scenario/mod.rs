@@ -156,6 +156,13 @@ pub fn run(
     config: &Config,
     out: &mut dyn Write,
 ) -> Result<Summary, BenchError> {
+    // One seed for the whole scenario, drawn here when --seed is 0, so that
+    // every engine and phase of it works on the same keys.
+    let config = &Config {
+        seed: config.resolve_seed(),
+        ..config.clone()
+    };
+    writeln!(out, "{}: seed {}", scenario.name(), config.seed).map_err(BenchError::io("print"))?;
     let summary = match scenario {
         Scenario::BtreeVsLsm => btree_vs_lsm::run(config, out)?,
         Scenario::LsmShape => lsm_shape::run(config, out)?,

@@ -1,0 +1,573 @@
+//! The engines the lab measures: spinney's two kinds, and the engines a user
+//! would otherwise pick (docs/peers.md), each behind a cargo feature of its
+//! own so that the default build needs none of their libraries.
+//!
+//! The benchmarks see an engine through two traits. A `Store` is one open
+//! database holding the run's tables; it runs the operations (flush,
+//! compactions, checkpoint), prints its statistics and is closed at the
+//! end. A `Session` is one thread's handle on it: writes in batches, point
+//! reads, seeks with steps, and scans. Engines whose handles are not shared
+//! between threads (WiredTiger's sessions, LMDB's read transactions) keep
+//! them in the session; for the others a session is a borrowed reference.
+//!
+//! Every engine is given the same cache budget, bloom bits per key,
+//! compression, durability and background threads from the `Config`, and
+//! otherwise keeps its own defaults; each adapter's header names what it
+//! sets and how its durability maps onto `--sync` and `--disable_wal`. An
+//! operation an engine lacks is reported as not supported, never faked.
+//!
+//! Thread-safety: a `Store` is shared by all threads of a benchmark; a
+//! `Session` belongs to one thread.
+
+use std::fmt;
+use std::path::Path;
+
+use spinney::TableKind;
+
+use crate::{BenchError, Benchmark, Config, ShapeCounts};
+
+mod spinney_store;
+
+#[cfg(feature = "fjall")]
+mod fjall_store;
+#[cfg(feature = "leveldb")]
+mod leveldb_store;
+#[cfg(feature = "lmdb")]
+mod lmdb_store;
+#[cfg(feature = "redb")]
+mod redb_store;
+#[cfg(feature = "rocksdb")]
+mod rocksdb_store;
+#[cfg(feature = "wiredtiger")]
+mod wiredtiger_store;
+
+/// An engine the lab can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// A spinney LSM table.
+    SpinneyLsm,
+    /// A spinney B-tree table.
+    SpinneyBtree,
+    /// RocksDB through its C API (Debian's librocksdb-dev).
+    Rocksdb,
+    /// A WiredTiger row-store B-tree table (Debian's libwiredtiger-dev).
+    WiredtigerBtree,
+    /// A WiredTiger LSM table with bloom filters.
+    WiredtigerLsm,
+    /// LevelDB through its C API (Debian's libleveldb-dev).
+    Leveldb,
+    /// LMDB (Debian's liblmdb-dev).
+    Lmdb,
+    /// fjall, the Rust LSM crate.
+    Fjall,
+    /// redb, the Rust B-tree crate.
+    Redb,
+}
+
+impl Engine {
+    /// Every engine, in the order tables list them.
+    pub const ALL: [Engine; 9] = [
+        Engine::SpinneyLsm,
+        Engine::SpinneyBtree,
+        Engine::Rocksdb,
+        Engine::WiredtigerBtree,
+        Engine::WiredtigerLsm,
+        Engine::Leveldb,
+        Engine::Lmdb,
+        Engine::Fjall,
+        Engine::Redb,
+    ];
+
+    /// The name `--engine` and `--compare` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::SpinneyLsm => "spinney-lsm",
+            Engine::SpinneyBtree => "spinney-btree",
+            Engine::Rocksdb => "rocksdb",
+            Engine::WiredtigerBtree => "wiredtiger-btree",
+            Engine::WiredtigerLsm => "wiredtiger-lsm",
+            Engine::Leveldb => "leveldb",
+            Engine::Lmdb => "lmdb",
+            Engine::Fjall => "fjall",
+            Engine::Redb => "redb",
+        }
+    }
+
+    /// The engine called `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// Every name, comma-separated, for messages.
+    pub fn names() -> String {
+        Engine::ALL.map(Engine::name).join(", ")
+    }
+
+    /// spinney's engine for a table kind.
+    pub fn spinney(kind: TableKind) -> Engine {
+        match kind {
+            TableKind::Lsm => Engine::SpinneyLsm,
+            TableKind::Btree => Engine::SpinneyBtree,
+        }
+    }
+
+    /// True for spinney's own two kinds.
+    pub fn is_spinney(self) -> bool {
+        matches!(self, Engine::SpinneyLsm | Engine::SpinneyBtree)
+    }
+
+    /// The structure the engine's data lives in.
+    pub fn kind(self) -> TableKind {
+        match self {
+            Engine::SpinneyLsm
+            | Engine::Rocksdb
+            | Engine::WiredtigerLsm
+            | Engine::Leveldb
+            | Engine::Fjall => TableKind::Lsm,
+            Engine::SpinneyBtree | Engine::WiredtigerBtree | Engine::Lmdb | Engine::Redb => {
+                TableKind::Btree
+            }
+        }
+    }
+
+    /// The cargo feature that builds the engine in (none for spinney's).
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Engine::SpinneyLsm | Engine::SpinneyBtree => None,
+            Engine::Rocksdb => Some("rocksdb"),
+            Engine::WiredtigerBtree | Engine::WiredtigerLsm => Some("wiredtiger"),
+            Engine::Leveldb => Some("leveldb"),
+            Engine::Lmdb => Some("lmdb"),
+            Engine::Fjall => Some("fjall"),
+            Engine::Redb => Some("redb"),
+        }
+    }
+
+    /// True when this build of the lab can run the engine.
+    pub fn is_built(self) -> bool {
+        match self {
+            Engine::SpinneyLsm | Engine::SpinneyBtree => true,
+            Engine::Rocksdb => cfg!(feature = "rocksdb"),
+            Engine::WiredtigerBtree | Engine::WiredtigerLsm => cfg!(feature = "wiredtiger"),
+            Engine::Leveldb => cfg!(feature = "leveldb"),
+            Engine::Lmdb => cfg!(feature = "lmdb"),
+            Engine::Fjall => cfg!(feature = "fjall"),
+            Engine::Redb => cfg!(feature = "redb"),
+        }
+    }
+
+    /// A file only this engine's databases hold, or one that marks a
+    /// database of it: `destroy` deletes a directory only when it holds one.
+    pub(crate) fn marker(self) -> &'static str {
+        match self {
+            Engine::SpinneyLsm | Engine::SpinneyBtree | Engine::Rocksdb | Engine::Leveldb => {
+                "CURRENT"
+            }
+            Engine::WiredtigerBtree | Engine::WiredtigerLsm => "WiredTiger",
+            Engine::Lmdb => "data.mdb",
+            Engine::Fjall => "fjall.lab",
+            Engine::Redb => "redb.lab",
+        }
+    }
+
+    /// The error for an engine this build does not have.
+    pub(crate) fn not_built(self) -> String {
+        match self.feature() {
+            Some(feature) => format!(
+                "this build of spinney-bench has no {} engine; build it with `--features {feature}` (or `--features peers` for all; scripts/install-peers.sh installs their libraries)",
+                self.name()
+            ),
+            None => format!("{} is always built", self.name()),
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An engine's failure during a benchmark.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// spinney's own error, typed.
+    Spinney(spinney::Error),
+    /// A peer's error, as its library words it.
+    Peer {
+        /// Which engine.
+        engine: Engine,
+        /// Its message (and code, where it has one).
+        message: String,
+    },
+}
+
+impl EngineError {
+    /// A peer's error.
+    pub fn peer(engine: Engine, message: impl Into<String>) -> EngineError {
+        EngineError::Peer {
+            engine,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<spinney::Error> for EngineError {
+    fn from(e: spinney::Error) -> EngineError {
+        EngineError::Spinney(e)
+    }
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Spinney(e) => write!(f, "{e}"),
+            EngineError::Peer { engine, message } => write!(f, "{engine}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineError::Spinney(e) => Some(e),
+            EngineError::Peer { .. } => None,
+        }
+    }
+}
+
+/// The result of an engine call.
+pub(crate) type EngineResult<T> = Result<T, EngineError>;
+
+/// One table a run opens: its name, and the bloom bits per key of its
+/// filters when they differ from `Config::bloom_bits`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableSpec {
+    pub name: String,
+    pub bloom_bits: Option<u32>,
+}
+
+impl TableSpec {
+    /// A table with the configuration's options.
+    pub fn named(name: &str) -> TableSpec {
+        TableSpec {
+            name: name.to_string(),
+            bloom_bits: None,
+        }
+    }
+}
+
+/// The engine's own file I/O counters, where it keeps them (spinney does);
+/// other engines are measured from the process's counters instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct IoCounters {
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    pub read_requests: u64,
+    pub write_requests: u64,
+    pub syncs: u64,
+}
+
+impl IoCounters {
+    /// spinney's counters of `db`.
+    pub fn of(db: &spinney::Db) -> IoCounters {
+        let io = db.stats().io;
+        IoCounters {
+            bytes_written: io.bytes_written,
+            bytes_read: io.bytes_read,
+            read_requests: io.read_requests,
+            write_requests: io.write_requests,
+            syncs: io.syncs,
+        }
+    }
+}
+
+/// What a seek with steps saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seek {
+    /// The seek landed on the key it was given.
+    pub found: bool,
+    /// Bytes of keys and values of the entries stepped over.
+    pub bytes: u64,
+}
+
+/// One open database of an engine, holding the run's tables (numbered in
+/// the order they were given to `open`).
+pub(crate) trait Store: Send + Sync {
+    /// A handle for one thread.
+    fn session(&self) -> EngineResult<Box<dyn Session + '_>>;
+
+    /// Runs an operation benchmark (flush, compact, compact0, compact1,
+    /// compactall, waitforcompaction, checkpoint) on every table. `false`
+    /// when the engine has no such operation.
+    fn operation(&self, op: Benchmark) -> EngineResult<bool>;
+
+    /// The text of a printout benchmark (stats, shape) of table 0; `None`
+    /// when the engine has none.
+    fn printout(&self, what: Benchmark) -> EngineResult<Option<String>>;
+
+    /// The shape of table 0 now, for the time series (zeros where the
+    /// engine does not say).
+    fn shape_counts(&self) -> ShapeCounts {
+        ShapeCounts::default()
+    }
+
+    /// The engine's own I/O counters, if it keeps them.
+    fn io_counters(&self) -> Option<IoCounters> {
+        None
+    }
+
+    /// True when reads fill spinney's thread-local `ReadContext`.
+    fn counts_reads(&self) -> bool {
+        false
+    }
+
+    /// Closes the database, waiting for its work to end.
+    fn close(self: Box<Self>) -> EngineResult<()>;
+}
+
+/// One thread's handle on a `Store`.
+pub(crate) trait Session {
+    /// Applies the batch as one atomic commit with the run's durability.
+    fn write(&mut self, batch: &Batch) -> EngineResult<()>;
+
+    /// Reads `key` of `table` at a fresh view; the value's length if found.
+    fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>>;
+
+    /// Seeks to the first key at or after `key` in a fresh view (as
+    /// db_bench makes a new iterator per seek), then reads up to `steps`
+    /// entries from there, stepping forward after each.
+    fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek>;
+
+    /// Reads `table` in key order (or reverse), calling `visit` with the
+    /// bytes of each entry's key and value until it returns false.
+    fn scan(
+        &mut self,
+        table: usize,
+        forward: bool,
+        visit: &mut dyn FnMut(u64) -> bool,
+    ) -> EngineResult<()>;
+}
+
+/// A write of a batch: a put or a delete on one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op<'a> {
+    Put {
+        table: usize,
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    Delete {
+        table: usize,
+        key: &'a [u8],
+    },
+}
+
+/// The writes of one commit, in one buffer so that a batch costs no
+/// allocation once it has grown (every engine copies it into its own batch
+/// or transaction).
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    table: usize,
+    key_end: usize,
+    /// None for a delete.
+    value_end: Option<usize>,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Empties the batch, keeping its memory.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+    }
+
+    pub fn put(&mut self, table: usize, key: &[u8], value: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        let key_end = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.entries.push(Entry {
+            table,
+            key_end,
+            value_end: Some(self.bytes.len()),
+        });
+    }
+
+    pub fn delete(&mut self, table: usize, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.entries.push(Entry {
+            table,
+            key_end: self.bytes.len(),
+            value_end: None,
+        });
+    }
+
+    /// The writes, in the order they were added.
+    pub fn ops(&self) -> impl Iterator<Item = Op<'_>> + '_ {
+        let mut start = 0;
+        self.entries.iter().map(move |e| {
+            let key = self.bytes.get(start..e.key_end).unwrap_or_default();
+            let op = match e.value_end {
+                Some(end) => {
+                    let value = self.bytes.get(e.key_end..end).unwrap_or_default();
+                    start = end;
+                    Op::Put {
+                        table: e.table,
+                        key,
+                        value,
+                    }
+                }
+                None => {
+                    start = e.key_end;
+                    Op::Delete {
+                        table: e.table,
+                        key,
+                    }
+                }
+            };
+            op
+        })
+    }
+}
+
+/// Opens (creating if need be) `engine`'s database in `dir` with `tables`.
+/// A configuration the engine cannot honour is a `BenchError::Config`
+/// naming the option.
+pub(crate) fn open(
+    engine: Engine,
+    config: &Config,
+    dir: &Path,
+    tables: &[TableSpec],
+) -> Result<Box<dyn Store>, BenchError> {
+    match engine {
+        Engine::SpinneyLsm | Engine::SpinneyBtree => {
+            spinney_store::SpinneyStore::open(engine, config, dir, tables)
+                .map(|s| Box::new(s) as Box<dyn Store>)
+        }
+        #[cfg(feature = "rocksdb")]
+        Engine::Rocksdb => rocksdb_store::open(config, dir, tables),
+        #[cfg(feature = "wiredtiger")]
+        Engine::WiredtigerBtree | Engine::WiredtigerLsm => {
+            wiredtiger_store::open(engine, config, dir, tables)
+        }
+        #[cfg(feature = "leveldb")]
+        Engine::Leveldb => leveldb_store::open(config, dir, tables),
+        #[cfg(feature = "lmdb")]
+        Engine::Lmdb => lmdb_store::open(config, dir, tables),
+        #[cfg(feature = "fjall")]
+        Engine::Fjall => fjall_store::open(config, dir, tables),
+        #[cfg(feature = "redb")]
+        Engine::Redb => redb_store::open(config, dir, tables),
+        #[allow(unreachable_patterns)]
+        other => Err(BenchError::Config(other.not_built())),
+    }
+}
+
+/// The engine's version, as its library reports it (the crate's, for the
+/// Rust engines).
+pub(crate) fn version(engine: Engine) -> String {
+    match engine {
+        Engine::SpinneyLsm | Engine::SpinneyBtree => env!("CARGO_PKG_VERSION").to_string(),
+        #[cfg(feature = "rocksdb")]
+        Engine::Rocksdb => rocksdb_store::version(),
+        #[cfg(feature = "wiredtiger")]
+        Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger_store::version(),
+        #[cfg(feature = "leveldb")]
+        Engine::Leveldb => leveldb_store::version(),
+        #[cfg(feature = "lmdb")]
+        Engine::Lmdb => lmdb_store::version(),
+        #[cfg(feature = "fjall")]
+        Engine::Fjall => fjall_store::version(),
+        #[cfg(feature = "redb")]
+        Engine::Redb => redb_store::version(),
+        #[allow(unreachable_patterns)]
+        _ => "(not built)".to_string(),
+    }
+}
+
+/// One line naming what a peer's adapter sets for `config` (the header's
+/// `Table:` line).
+pub(crate) fn describe(config: &Config) -> String {
+    match config.engine {
+        #[cfg(feature = "rocksdb")]
+        Engine::Rocksdb => rocksdb_store::describe(config),
+        #[cfg(feature = "wiredtiger")]
+        Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger_store::describe(config),
+        #[cfg(feature = "leveldb")]
+        Engine::Leveldb => leveldb_store::describe(config),
+        #[cfg(feature = "lmdb")]
+        Engine::Lmdb => lmdb_store::describe(config),
+        #[cfg(feature = "fjall")]
+        Engine::Fjall => fjall_store::describe(config),
+        #[cfg(feature = "redb")]
+        Engine::Redb => redb_store::describe(config),
+        other => format!("{other} with the flags' options"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_hands_back_its_writes_in_order() {
+        // Goal: the flat buffer keeps each key and value apart, deletes
+        // included, and a cleared batch starts empty.
+        let mut b = Batch::new();
+        b.put(0, b"k1", b"value-one");
+        b.delete(2, b"gone");
+        b.put(1, b"", b"");
+        b.put(0, b"k3", b"v3");
+        let ops: Vec<Op<'_>> = b.ops().collect();
+        assert_eq!(
+            ops,
+            [
+                Op::Put {
+                    table: 0,
+                    key: b"k1",
+                    value: b"value-one"
+                },
+                Op::Delete {
+                    table: 2,
+                    key: b"gone"
+                },
+                Op::Put {
+                    table: 1,
+                    key: b"",
+                    value: b""
+                },
+                Op::Put {
+                    table: 0,
+                    key: b"k3",
+                    value: b"v3"
+                },
+            ]
+        );
+        b.clear();
+        assert_eq!(b.ops().count(), 0);
+    }
+
+    #[test]
+    fn names_round_trip_and_kinds_are_set() {
+        // Goal: every engine's name parses back to it, and each is one of
+        // the two structures.
+        for e in Engine::ALL {
+            assert_eq!(Engine::from_name(e.name()), Some(e));
+        }
+        assert_eq!(Engine::from_name("sqlite"), None);
+        assert_eq!(Engine::Rocksdb.kind(), TableKind::Lsm);
+        assert_eq!(Engine::Lmdb.kind(), TableKind::Btree);
+        assert!(Engine::SpinneyLsm.is_built() && Engine::SpinneyBtree.is_built());
+        assert_eq!(Engine::spinney(TableKind::Btree), Engine::SpinneyBtree);
+    }
+}

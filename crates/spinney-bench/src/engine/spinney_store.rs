@@ -1,0 +1,188 @@
+//! spinney's two kinds as a `Store`: one database, the run's tables all of
+//! the engine's kind, the configuration's options as they are.
+//!
+//! Thread-safety: `Db` and `Table` are shared by every thread; a session is
+//! a borrowed reference to them and a reusable batch.
+
+use std::path::Path;
+
+use spinney::{Db, Table, WriteBatch};
+
+use super::{Batch, Engine, EngineResult, IoCounters, Op, Seek, Session, Store, TableSpec};
+use crate::bench::setup_error;
+use crate::{BenchError, Benchmark, Config, ShapeCounts};
+
+pub(crate) struct SpinneyStore {
+    db: Db,
+    tables: Vec<Table>,
+}
+
+impl SpinneyStore {
+    /// Opens the database in `dir` and its tables; a table that exists with
+    /// the other kind is a usage error.
+    pub fn open(
+        engine: Engine,
+        config: &Config,
+        dir: &Path,
+        specs: &[TableSpec],
+    ) -> Result<SpinneyStore, BenchError> {
+        let kind = engine.kind();
+        let db =
+            Db::open(dir, config.db_options()).map_err(|e| setup_error("open the database", e))?;
+        let mut tables = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let table = match db.table(&spec.name) {
+                Ok(t) => {
+                    let found = t.options().kind;
+                    if found != kind {
+                        return Err(BenchError::Config(format!(
+                            "the table '{}' in {} is a {} table; pass --engine=spinney-{}",
+                            spec.name,
+                            dir.display(),
+                            found.name(),
+                            found.name()
+                        )));
+                    }
+                    t
+                }
+                Err(spinney::Error::NoSuchTable(_)) => {
+                    let mut options = config.table_options_of(kind);
+                    if let Some(bits) = spec.bloom_bits {
+                        options.bloom_bits_per_key = bits;
+                    }
+                    db.create_table(&spec.name, options)
+                        .map_err(|e| setup_error("create the table", e))?
+                }
+                Err(e) => return Err(setup_error("open the table", e)),
+            };
+            tables.push(table);
+        }
+        Ok(SpinneyStore { db, tables })
+    }
+
+    fn table(&self, index: usize) -> EngineResult<&Table> {
+        self.tables.get(index).ok_or_else(|| {
+            spinney::Error::InvalidArgument(format!("no table number {index}")).into()
+        })
+    }
+}
+
+impl Store for SpinneyStore {
+    fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
+        Ok(Box::new(SpinneySession { store: self }))
+    }
+
+    fn operation(&self, op: Benchmark) -> EngineResult<bool> {
+        match op {
+            Benchmark::Flush => self.db.flush()?,
+            Benchmark::WaitForCompaction => self.db.wait_for_compaction()?,
+            Benchmark::Checkpoint => self.db.checkpoint()?,
+            Benchmark::Compact | Benchmark::CompactAll => {
+                for t in &self.tables {
+                    t.compact_all()?;
+                }
+            }
+            Benchmark::Compact0 | Benchmark::Compact1 => {
+                let level = usize::from(op == Benchmark::Compact1);
+                for t in &self.tables {
+                    t.compact_level(level)?;
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn printout(&self, what: Benchmark) -> EngineResult<Option<String>> {
+        Ok(match what {
+            Benchmark::Stats => Some(self.db.stats().to_string()),
+            Benchmark::Shape => Some(self.table(0)?.shape()?.to_string()),
+            _ => None,
+        })
+    }
+
+    fn shape_counts(&self) -> ShapeCounts {
+        match self.tables.first() {
+            Some(t) => ShapeCounts::of(&self.db, t.name()),
+            None => ShapeCounts::default(),
+        }
+    }
+
+    fn io_counters(&self) -> Option<IoCounters> {
+        Some(IoCounters::of(&self.db))
+    }
+
+    fn counts_reads(&self) -> bool {
+        true
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        let SpinneyStore { db, tables, .. } = *self;
+        drop(tables);
+        Ok(db.close()?)
+    }
+}
+
+struct SpinneySession<'a> {
+    store: &'a SpinneyStore,
+}
+
+impl Session for SpinneySession<'_> {
+    fn write(&mut self, batch: &Batch) -> EngineResult<()> {
+        let mut b = WriteBatch::new();
+        for op in batch.ops() {
+            match op {
+                Op::Put { table, key, value } => b.put(self.store.table(table)?, key, value),
+                Op::Delete { table, key } => b.delete(self.store.table(table)?, key),
+            }
+        }
+        Ok(self.store.db.write(b)?)
+    }
+
+    fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {
+        Ok(self.store.table(table)?.get(key)?.map(|v| v.len()))
+    }
+
+    fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {
+        let mut cursor = self.store.table(table)?.cursor()?;
+        cursor.seek(key);
+        let mut seek = Seek {
+            found: cursor.valid() && cursor.key() == key,
+            bytes: 0,
+        };
+        for _ in 0..steps {
+            if !cursor.valid() {
+                break;
+            }
+            seek.bytes += (cursor.key().len() + cursor.value().len()) as u64;
+            cursor.next();
+        }
+        cursor.status()?;
+        Ok(seek)
+    }
+
+    fn scan(
+        &mut self,
+        table: usize,
+        forward: bool,
+        visit: &mut dyn FnMut(u64) -> bool,
+    ) -> EngineResult<()> {
+        let mut cursor = self.store.table(table)?.cursor()?;
+        if forward {
+            cursor.seek_to_first();
+        } else {
+            cursor.seek_to_last();
+        }
+        while cursor.valid() {
+            if !visit((cursor.key().len() + cursor.value().len()) as u64) {
+                break;
+            }
+            if forward {
+                cursor.next();
+            } else {
+                cursor.prev();
+            }
+        }
+        Ok(cursor.status()?)
+    }
+}
