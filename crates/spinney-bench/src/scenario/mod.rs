@@ -162,13 +162,16 @@ pub fn run(
         seed: config.resolve_seed(),
         ..config.clone()
     };
-    writeln!(out, "{}: seed {}", scenario.name(), config.seed).map_err(BenchError::io("print"))?;
-    let summary = match scenario {
+    let mut summary = match scenario {
         Scenario::BtreeVsLsm => btree_vs_lsm::run(config, out)?,
         Scenario::LsmShape => lsm_shape::run(config, out)?,
         Scenario::Iibench => iibench::run(config, out)?,
         Scenario::LsmBuffers => lsm_buffers::run(config, out)?,
     };
+    summary.notes.push(format!(
+        "Seed {} (--seed={} reproduces the keys).",
+        config.seed, config.seed
+    ));
     summary
         .print(out)
         .map_err(BenchError::io("printing the summary"))?;
