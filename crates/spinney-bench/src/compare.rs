@@ -58,6 +58,8 @@ pub struct RoundFigures {
     pub db_size_bytes: u64,
     /// Bytes of keys and values written.
     pub user_bytes_written: u64,
+    /// Bytes the process passed to write calls.
+    pub process_bytes_written: u64,
     /// Bytes the process sent to storage.
     pub storage_bytes_written: u64,
     /// Bytes the process fetched from storage.
@@ -84,6 +86,7 @@ impl RoundFigures {
             p9999_micros: r.latency.p9999_micros,
             db_size_bytes: r.db_size_bytes,
             user_bytes_written: r.user_bytes_written,
+            process_bytes_written: r.resources.process_bytes_written,
             storage_bytes_written: r.resources.storage_bytes_written,
             storage_bytes_read: r.resources.storage_bytes_read,
             peak_rss_bytes: r.peak_rss_bytes,
@@ -93,8 +96,14 @@ impl RoundFigures {
         }
     }
 
-    /// Bytes sent to storage per byte of keys and values written.
+    /// Bytes written (write calls) per byte of keys and values written.
     pub fn write_amplification(&self) -> Option<f64> {
+        (self.user_bytes_written > 0)
+            .then(|| self.process_bytes_written as f64 / self.user_bytes_written as f64)
+    }
+
+    /// Bytes sent to storage per byte of keys and values written.
+    pub fn storage_write_amplification(&self) -> Option<f64> {
         (self.user_bytes_written > 0)
             .then(|| self.storage_bytes_written as f64 / self.user_bytes_written as f64)
     }
@@ -102,7 +111,7 @@ impl RoundFigures {
     /// One line of `name=value` fields.
     fn encode(&self, benchmark: Benchmark) -> String {
         format!(
-            "benchmark={} supported={} ops={} ops_per_sec={} seconds={} p50_micros={} p99_micros={} p9999_micros={} db_size_bytes={} user_bytes_written={} storage_bytes_written={} storage_bytes_read={} peak_rss_bytes={} found={} attempted={} writer_per_sec={}",
+            "benchmark={} supported={} ops={} ops_per_sec={} seconds={} p50_micros={} p99_micros={} p9999_micros={} db_size_bytes={} user_bytes_written={} process_bytes_written={} storage_bytes_written={} storage_bytes_read={} peak_rss_bytes={} found={} attempted={} writer_per_sec={}",
             benchmark.name(),
             u8::from(self.supported),
             self.ops,
@@ -113,6 +122,7 @@ impl RoundFigures {
             self.p9999_micros,
             self.db_size_bytes,
             self.user_bytes_written,
+            self.process_bytes_written,
             self.storage_bytes_written,
             self.storage_bytes_read,
             self.peak_rss_bytes,
@@ -162,6 +172,7 @@ impl RoundFigures {
                 p9999_micros: float("p9999_micros")?,
                 db_size_bytes: int("db_size_bytes")?,
                 user_bytes_written: int("user_bytes_written")?,
+                process_bytes_written: int("process_bytes_written")?,
                 storage_bytes_written: int("storage_bytes_written")?,
                 storage_bytes_read: int("storage_bytes_read")?,
                 peak_rss_bytes: int("peak_rss_bytes")?,
@@ -227,6 +238,16 @@ impl CompareRow {
             self.rounds
                 .iter()
                 .filter_map(RoundFigures::write_amplification)
+                .collect(),
+        )
+    }
+
+    /// The median storage write amplification, over the rounds that wrote.
+    pub fn storage_write_amplification(&self) -> Option<f64> {
+        median(
+            self.rounds
+                .iter()
+                .filter_map(RoundFigures::storage_write_amplification)
                 .collect(),
         )
     }
@@ -516,8 +537,15 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
             continue;
         }
         let mut header = format!(
-            "  {:<17} {:>12} {:>10} {:>11} {:>9} {:>10} {:>12}",
-            "engine", "ops/sec", "p99 us", "p99.99 us", "size MB", "write amp", "peak RSS MB"
+            "  {:<17} {:>12} {:>10} {:>11} {:>9} {:>6} {:>10} {:>12}",
+            "engine",
+            "ops/sec",
+            "p99 us",
+            "p99.99 us",
+            "size MB",
+            "w-amp",
+            "disk w-amp",
+            "peak RSS MB"
         );
         if benchmark.is_read()
             && benchmark != Benchmark::ReadSeq
@@ -543,14 +571,15 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
                 line.push_str(" not supported");
             } else {
                 let m = |f: fn(&RoundFigures) -> f64| row.median(f).unwrap_or(0.0);
+                let amp = |a: Option<f64>| a.map_or("-".to_string(), |w| format!("{w:.2}"));
                 line.push_str(&format!(
-                    " {:>12.0} {:>10.2} {:>11.2} {:>9.1} {:>10} {:>12.1}",
+                    " {:>12.0} {:>10.2} {:>11.2} {:>9.1} {:>6} {:>10} {:>12.1}",
                     m(|f| f.ops_per_sec),
                     m(|f| f.p99_micros),
                     m(|f| f.p9999_micros),
                     m(|f| f.db_size_bytes as f64) / MB,
-                    row.write_amplification()
-                        .map_or("-".to_string(), |w| format!("{w:.2}")),
+                    amp(row.write_amplification()),
+                    amp(row.storage_write_amplification()),
                     m(|f| f.peak_rss_bytes as f64) / MB
                 ));
                 if header.contains("found") {
@@ -592,7 +621,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
     }
     writeln!(
         out,
-        "write amp: bytes the engine's process sent to storage over the bytes of keys and values written; peak RSS: the process's high-water resident set during the benchmark."
+        "w-amp: bytes the engine's process passed to write calls over the bytes of keys and values written; disk w-amp: bytes it sent to storage (pages dirtied, so a page rewritten before the kernel writes it back counts once) over the same; size: the files in the database's directory at the end; peak RSS: the process's high-water resident set during the benchmark."
     )?;
     for f in &c.failures {
         writeln!(
@@ -629,7 +658,7 @@ fn print_operation(
             format!(
                 " {:>10.3} {:>12.1} {:>9.1} {:>12.1}",
                 m(|f| f.seconds),
-                m(|f| f.storage_bytes_written as f64) / MB,
+                m(|f| f.process_bytes_written as f64) / MB,
                 m(|f| f.db_size_bytes as f64) / MB,
                 m(|f| f.peak_rss_bytes as f64) / MB
             )
@@ -640,7 +669,7 @@ fn print_operation(
 }
 
 /// The CSV header of `--report` in a comparison.
-pub const CSV_HEADER: &str = "benchmark,engine,kind,rounds,ops_per_sec,ops_per_sec_min,ops_per_sec_max,seconds,p99_micros,p9999_micros,db_size_bytes,write_amplification,peak_rss_bytes,found_share,writer_per_sec,vs_spinney,supported";
+pub const CSV_HEADER: &str = "benchmark,engine,kind,rounds,ops_per_sec,ops_per_sec_min,ops_per_sec_max,seconds,p99_micros,p9999_micros,db_size_bytes,write_amplification,storage_write_amplification,peak_rss_bytes,found_share,writer_per_sec,vs_spinney,supported";
 
 /// Writes the comparison as CSV: one row per benchmark and engine, medians
 /// over the rounds (and the slowest and fastest round's ops/sec).
@@ -655,7 +684,7 @@ fn write_csv(path: &Path, c: &Comparison) -> Result<(), BenchError> {
         let max = ops.iter().copied().reduce(f64::max);
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
         text.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             row.benchmark.name(),
             row.engine.name(),
             row.engine.kind().name(),
@@ -668,6 +697,7 @@ fn write_csv(path: &Path, c: &Comparison) -> Result<(), BenchError> {
             m(|f| f.p9999_micros),
             m(|f| f.db_size_bytes as f64),
             opt(row.write_amplification()),
+            opt(row.storage_write_amplification()),
             m(|f| f.peak_rss_bytes as f64),
             m(|f| if f.attempted == 0 {
                 0.0
@@ -728,6 +758,7 @@ mod tests {
             p9999_micros: 900.0,
             db_size_bytes: 1 << 30,
             user_bytes_written: 116_000,
+            process_bytes_written: 290_000,
             storage_bytes_written: 300_000,
             storage_bytes_read: 7,
             peak_rss_bytes: 99 << 20,

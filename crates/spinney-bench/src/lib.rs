@@ -162,11 +162,11 @@ impl ReadContextMean {
 }
 
 impl BenchResult {
-    /// Bytes the process sent to storage per byte of keys and values
+    /// Bytes the process wrote (write calls) per byte of keys and values
     /// written; `None` for a benchmark that wrote nothing.
     pub fn write_amplification(&self) -> Option<f64> {
         (self.user_bytes_written > 0)
-            .then(|| self.resources.storage_bytes_written as f64 / self.user_bytes_written as f64)
+            .then(|| self.resources.process_bytes_written as f64 / self.user_bytes_written as f64)
     }
 }
 

@@ -8,12 +8,16 @@
 //! in iibench's figures. File I/O is the engine's own count where it keeps
 //! one (spinney's file system layer); for the other engines it is the
 //! process's system-call I/O (`rchar`, `wchar`, `syscr`, `syscw` of
-//! `/proc/self/io`), which has no count of syncs. Storage I/O, the same for
-//! every engine, is what the process sent to or fetched from the storage
-//! layer (`write_bytes` and `read_bytes` of `/proc/self/io`: pages dirtied,
+//! `/proc/self/io`), which has no count of syncs. Two readings are the same
+//! for every engine: the bytes the process passed to write calls (`wchar`;
+//! the write amplification of the comparisons is these over the bytes of
+//! keys and values written, as an engine's own write amplification counts
+//! what it writes), and storage I/O, what the process sent to or fetched
+//! from the storage layer (`write_bytes` and `read_bytes`: pages dirtied,
 //! whether or not the kernel has written them yet, and pages read in, mapped
-//! files included): the write amplification of the comparisons is
-//! `storage_bytes_written` over the user's bytes. Peak memory is the
+//! files included). The two differ for an engine that rewrites pages in
+//! place: a page written twice before the kernel writes it back is dirtied
+//! once. Peak memory is the
 //! process's high-water resident set (`VmHWM`), reset before each benchmark
 //! through `/proc/self/clear_refs` so that each benchmark has its own.
 //!
@@ -41,6 +45,8 @@ pub struct Resources {
     pub cpu_micros: u64,
     /// Context switches of the process, voluntary plus involuntary.
     pub context_switches: u64,
+    /// Bytes the process passed to write calls (every engine alike).
+    pub process_bytes_written: u64,
     /// Bytes the process sent to the storage layer.
     pub storage_bytes_written: u64,
     /// Bytes the process fetched from the storage layer.
@@ -61,6 +67,7 @@ impl Resources {
             syncs: None,
             cpu_micros,
             context_switches,
+            process_bytes_written: process.wchar,
             storage_bytes_written: process.write_bytes,
             storage_bytes_read: process.read_bytes,
         };
@@ -89,6 +96,9 @@ impl Resources {
             context_switches: self
                 .context_switches
                 .saturating_sub(earlier.context_switches),
+            process_bytes_written: self
+                .process_bytes_written
+                .saturating_sub(earlier.process_bytes_written),
             storage_bytes_written: self
                 .storage_bytes_written
                 .saturating_sub(earlier.storage_bytes_written),

@@ -102,7 +102,7 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
         "Durability: {}",
         match config.durability {
             Durability::Off => "off (--disable_wal=1: log never synced)",
-            Durability::Normal => "normal (log synced at flushes)",
+            Durability::Normal => "normal (commits written to the OS, not synced)",
             Durability::Full => "full (--sync=1: each commit synced)",
         }
     )?;
@@ -223,11 +223,12 @@ pub fn write_result(out: &mut dyn Write, r: &BenchResult, histogram: bool) -> io
     let c = &r.resources;
     writeln!(
         out,
-        "  storage: {:.1} MB written, {:.1} MB read{}",
+        "  process: {:.1} MB written{}; storage: {:.1} MB written, {:.1} MB read",
+        c.process_bytes_written as f64 / MB,
+        r.write_amplification()
+            .map_or(String::new(), |w| format!(" (write amplification {w:.2})")),
         c.storage_bytes_written as f64 / MB,
         c.storage_bytes_read as f64 / MB,
-        r.write_amplification()
-            .map_or(String::new(), |w| format!("; write amplification {w:.2}"))
     )?;
     if let Some(c) = &r.read_context {
         writeln!(

@@ -82,7 +82,7 @@ pub(crate) fn destroy(dir: &Path) -> Result<(), BenchError> {
     if entries > 0 {
         if !Engine::ALL.iter().any(|e| dir.join(e.marker()).exists()) {
             return Err(BenchError::Config(format!(
-                "--db={shown} holds files but no database the lab made (no CURRENT, WiredTiger, data.mdb, fjall.lab or redb.lab file); refusing to delete them"
+                "--db={shown} holds files but no database the lab made (no CURRENT, WiredTiger, data.mdb, fjall.lab or data.redb file); refusing to delete them"
             )));
         }
         std::fs::remove_dir_all(dir).map_err(BenchError::io(format!("delete {shown}")))?;

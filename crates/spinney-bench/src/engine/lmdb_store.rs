@@ -1,24 +1,799 @@
-//! The lmdb adapter: not written yet (the lab refuses to run it).
+//! LMDB as a `Store`, through its C API (Debian's liblmdb-dev, declared by
+//! hand below; only the calls the lab makes).
+//!
+//! One environment in the run's directory (`data.mdb` and `lock.mdb`), one
+//! named database per table. What the adapter sets, and why:
+//! - Durability: LMDB has no log; a commit writes its dirty pages into the
+//!   data file with `pwrite` and then syncs data and meta page. Without
+//!   `--sync` the environment is opened with `MDB_NOSYNC`: each commit is
+//!   still written to the OS (it survives a crash of the process, as the
+//!   others' unsynced logs do) but not synced, so a power loss may lose the
+//!   last commits; with `--sync=1` every commit syncs. `--disable_wal=1`
+//!   is the same as the default (there is no log to leave out).
+//! - Cache: LMDB reads through a memory map of its file, so the OS page
+//!   cache is its cache and `--cache_size` does not apply; its pages count
+//!   in the process's resident set.
+//! - Bloom filters, compression, write buffers and background threads do
+//!   not exist in LMDB. Keys are at most 511 bytes (its compiled-in limit).
+//! - `MDB_NOTLS`, so that a session's read transaction belongs to the
+//!   session rather than to a thread; the map size is set far above any
+//!   run (the file grows as pages are used; the map is address space only).
+//!   Everything else is LMDB's default (4 KiB pages, readahead on).
+//!
+//! Each batch is one write transaction (LMDB serialises writers), so
+//! `--batch_size` sets the entries per commit as for every engine. Each
+//! read takes a fresh view: a session keeps one read transaction, renewed
+//! before a get, seek or scan and reset after it, which is LMDB's own way
+//! of reading without holding back the writer's page reuse.
+//!
+//! Operations: `flush` and `checkpoint` sync the environment
+//! (`mdb_env_sync` forced: everything committed is then on disk, which is
+//! all either means for LMDB); it has no compaction in place (its compacting
+//! copy writes another file), so the compactions and `waitforcompaction` are
+//! not supported.
+//!
+//! Thread-safety: the environment is shared; LMDB lets any thread begin
+//! transactions on it. A session (one thread) owns its read transaction
+//! and begins write transactions, which LMDB serialises.
 
+#![deny(clippy::indexing_slicing)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::ptr;
 
-use super::{Store, TableSpec};
-use crate::{BenchError, Config};
+use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
+use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
-pub(crate) fn open(
-    _config: &Config,
-    _dir: &Path,
-    _tables: &[TableSpec],
-) -> Result<Box<dyn Store>, BenchError> {
-    Err(BenchError::Config(
-        "the lmdb adapter is not written yet".into(),
-    ))
+#[repr(C)]
+struct MdbEnv {
+    _private: [u8; 0],
 }
 
+#[repr(C)]
+struct MdbTxn {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+struct MdbCursor {
+    _private: [u8; 0],
+}
+
+type MdbDbi = c_uint;
+
+#[repr(C)]
+struct MdbVal {
+    mv_size: usize,
+    mv_data: *mut c_void,
+}
+
+impl MdbVal {
+    fn empty() -> MdbVal {
+        MdbVal {
+            mv_size: 0,
+            mv_data: ptr::null_mut(),
+        }
+    }
+
+    /// A value pointing at `bytes`; LMDB only reads through it (puts copy).
+    fn of(bytes: &[u8]) -> MdbVal {
+        MdbVal {
+            mv_size: bytes.len(),
+            mv_data: bytes.as_ptr().cast_mut().cast(),
+        }
+    }
+
+    /// The bytes LMDB pointed the value at.
+    ///
+    /// # Safety
+    /// The value must come from LMDB in a transaction that is still open,
+    /// and the slice must not outlive it.
+    unsafe fn bytes<'a>(&self) -> &'a [u8] {
+        if self.mv_size == 0 || self.mv_data.is_null() {
+            return &[];
+        }
+        // SAFETY: LMDB points mv_data at mv_size bytes of its map, valid
+        // until the transaction ends (the caller's promise).
+        unsafe { std::slice::from_raw_parts(self.mv_data.cast::<u8>(), self.mv_size) }
+    }
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct MdbStat {
+    ms_psize: c_uint,
+    ms_depth: c_uint,
+    ms_branch_pages: usize,
+    ms_leaf_pages: usize,
+    ms_overflow_pages: usize,
+    ms_entries: usize,
+}
+
+#[repr(C)]
+struct MdbEnvInfo {
+    _me_mapaddr: *mut c_void,
+    me_mapsize: usize,
+    me_last_pgno: usize,
+    me_last_txnid: usize,
+    me_maxreaders: c_uint,
+    me_numreaders: c_uint,
+}
+
+// Flags and codes of lmdb.h (0.9).
+const MDB_NOSYNC: c_uint = 0x10000;
+const MDB_RDONLY: c_uint = 0x20000;
+const MDB_NOTLS: c_uint = 0x200000;
+const MDB_CREATE: c_uint = 0x40000;
+const MDB_NOTFOUND: c_int = -30798;
+
+// Cursor operations (the MDB_cursor_op enum's values).
+const MDB_FIRST: c_int = 0;
+const MDB_LAST: c_int = 6;
+const MDB_NEXT: c_int = 8;
+const MDB_PREV: c_int = 12;
+const MDB_SET_RANGE: c_int = 17;
+
+#[link(name = "lmdb")]
+extern "C" {
+    fn mdb_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> *const c_char;
+    fn mdb_strerror(err: c_int) -> *const c_char;
+    fn mdb_env_create(env: *mut *mut MdbEnv) -> c_int;
+    fn mdb_env_set_mapsize(env: *mut MdbEnv, size: usize) -> c_int;
+    fn mdb_env_set_maxdbs(env: *mut MdbEnv, dbs: MdbDbi) -> c_int;
+    fn mdb_env_set_maxreaders(env: *mut MdbEnv, readers: c_uint) -> c_int;
+    fn mdb_env_open(env: *mut MdbEnv, path: *const c_char, flags: c_uint, mode: c_uint) -> c_int;
+    fn mdb_env_close(env: *mut MdbEnv);
+    fn mdb_env_sync(env: *mut MdbEnv, force: c_int) -> c_int;
+    fn mdb_env_stat(env: *mut MdbEnv, stat: *mut MdbStat) -> c_int;
+    fn mdb_env_info(env: *mut MdbEnv, info: *mut MdbEnvInfo) -> c_int;
+    fn mdb_txn_begin(
+        env: *mut MdbEnv,
+        parent: *mut MdbTxn,
+        flags: c_uint,
+        txn: *mut *mut MdbTxn,
+    ) -> c_int;
+    fn mdb_txn_commit(txn: *mut MdbTxn) -> c_int;
+    fn mdb_txn_abort(txn: *mut MdbTxn);
+    fn mdb_txn_reset(txn: *mut MdbTxn);
+    fn mdb_txn_renew(txn: *mut MdbTxn) -> c_int;
+    fn mdb_dbi_open(
+        txn: *mut MdbTxn,
+        name: *const c_char,
+        flags: c_uint,
+        dbi: *mut MdbDbi,
+    ) -> c_int;
+    fn mdb_stat(txn: *mut MdbTxn, dbi: MdbDbi, stat: *mut MdbStat) -> c_int;
+    fn mdb_get(txn: *mut MdbTxn, dbi: MdbDbi, key: *mut MdbVal, data: *mut MdbVal) -> c_int;
+    fn mdb_put(
+        txn: *mut MdbTxn,
+        dbi: MdbDbi,
+        key: *mut MdbVal,
+        data: *mut MdbVal,
+        flags: c_uint,
+    ) -> c_int;
+    fn mdb_del(txn: *mut MdbTxn, dbi: MdbDbi, key: *mut MdbVal, data: *mut MdbVal) -> c_int;
+    fn mdb_cursor_open(txn: *mut MdbTxn, dbi: MdbDbi, cursor: *mut *mut MdbCursor) -> c_int;
+    fn mdb_cursor_close(cursor: *mut MdbCursor);
+    fn mdb_cursor_renew(txn: *mut MdbTxn, cursor: *mut MdbCursor) -> c_int;
+    fn mdb_cursor_get(
+        cursor: *mut MdbCursor,
+        key: *mut MdbVal,
+        data: *mut MdbVal,
+        op: c_int,
+    ) -> c_int;
+}
+
+/// The map size: far beyond any run of the lab (1 TiB of address space;
+/// the file itself only grows as pages are used).
+const MAP_BYTES: usize = 1 << 40;
+
+/// Reader slots: one per session of the most threads a run starts, plus
+/// the writer and the lab's own reads.
+const MAX_READERS: c_uint = crate::THREADS_MAX as c_uint + 8;
+
+/// LMDB's message for a return code.
+fn message(rc: c_int) -> String {
+    // SAFETY: mdb_strerror returns a pointer to a static or thread-local
+    // NUL-terminated string for any code.
+    let text = unsafe { CStr::from_ptr(mdb_strerror(rc)) };
+    format!("{} ({rc})", text.to_string_lossy())
+}
+
+/// `Ok` for LMDB's success code, an error naming `what` otherwise.
+fn check(rc: c_int, what: &str) -> EngineResult<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(EngineError::peer(
+            Engine::Lmdb,
+            format!("{what}: {}", message(rc)),
+        ))
+    }
+}
+
+/// LMDB's version string.
 pub(crate) fn version() -> String {
-    "(not written)".into()
+    // SAFETY: the out-pointers may be null; the result is a static string.
+    let text = unsafe {
+        CStr::from_ptr(mdb_version(
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        ))
+    };
+    text.to_string_lossy().into_owned()
 }
 
-pub(crate) fn describe(_config: &Config) -> String {
-    "(not written)".into()
+/// The header's description of the run's options.
+pub(crate) fn describe(config: &Config) -> String {
+    format!(
+        "lmdb, one named database per table, 4 KiB pages, {}, the OS page cache as cache (--cache_size does not apply), no compression, no bloom filters",
+        match config.durability {
+            spinney::Durability::Full => "each commit synced",
+            _ => "MDB_NOSYNC: each commit written to the OS, not synced",
+        }
+    )
+}
+
+/// The environment, closed when dropped.
+struct Env(*mut MdbEnv);
+
+// SAFETY: LMDB's environment handle may be used from any thread (its
+// functions take their own locks); the lab never frees it while a session
+// borrows it (sessions borrow the store).
+unsafe impl Send for Env {}
+// SAFETY: as above.
+unsafe impl Sync for Env {}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from mdb_env_create and is closed once;
+        // every transaction and cursor ended with the sessions that
+        // borrowed the store.
+        unsafe { mdb_env_close(self.0) }
+    }
+}
+
+/// A transaction this code began; aborted when dropped unless committed.
+struct Txn(*mut MdbTxn);
+
+impl Txn {
+    fn begin(env: &Env, flags: c_uint) -> EngineResult<Txn> {
+        let mut txn = ptr::null_mut();
+        // SAFETY: env is open; txn is an out-pointer.
+        check(
+            unsafe { mdb_txn_begin(env.0, ptr::null_mut(), flags, &mut txn) },
+            "begin a transaction",
+        )?;
+        Ok(Txn(txn))
+    }
+
+    fn commit(mut self) -> EngineResult<()> {
+        let txn = std::mem::replace(&mut self.0, ptr::null_mut());
+        // SAFETY: txn is live; commit frees it whatever it returns.
+        check(unsafe { mdb_txn_commit(txn) }, "commit")
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a live transaction not yet committed.
+            unsafe { mdb_txn_abort(self.0) }
+        }
+    }
+}
+
+pub(crate) struct LmdbStore {
+    /// The named databases, in the order of the run's tables.
+    dbis: Vec<MdbDbi>,
+    env: Env,
+}
+
+/// Opens (creating) the environment in `dir` and a named database per table.
+pub(crate) fn open(
+    config: &Config,
+    dir: &Path,
+    tables: &[TableSpec],
+) -> Result<Box<dyn Store>, BenchError> {
+    let setup = |e: EngineError| BenchError::Engine {
+        context: "open the database".into(),
+        error: e,
+    };
+    std::fs::create_dir_all(dir).map_err(BenchError::io(format!("create {}", dir.display())))?;
+    let path = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| BenchError::Config(format!("{} holds a NUL byte", dir.display())))?;
+    let mut raw = ptr::null_mut();
+    // SAFETY: raw is an out-pointer.
+    check(
+        unsafe { mdb_env_create(&mut raw) },
+        "create the environment",
+    )
+    .map_err(setup)?;
+    let env = Env(raw);
+    let max_dbs = MdbDbi::try_from(tables.len() + 1).unwrap_or(MdbDbi::MAX);
+    let mut flags = MDB_NOTLS;
+    if config.durability != spinney::Durability::Full {
+        flags |= MDB_NOSYNC;
+    }
+    // SAFETY: env is created and not yet open, as these calls require;
+    // path is NUL-terminated and outlives the call.
+    unsafe {
+        check(mdb_env_set_mapsize(env.0, MAP_BYTES), "set the map size").map_err(setup)?;
+        check(
+            mdb_env_set_maxdbs(env.0, max_dbs),
+            "set the named databases",
+        )
+        .map_err(setup)?;
+        check(
+            mdb_env_set_maxreaders(env.0, MAX_READERS),
+            "set the readers",
+        )
+        .map_err(setup)?;
+        check(
+            mdb_env_open(env.0, path.as_ptr(), flags, 0o644),
+            "open the environment",
+        )
+        .map_err(setup)?;
+    }
+    let txn = Txn::begin(&env, 0).map_err(setup)?;
+    let mut dbis = Vec::with_capacity(tables.len());
+    for spec in tables {
+        let name = CString::new(spec.name.as_bytes()).map_err(|_| {
+            BenchError::Config(format!("table name {:?} holds a NUL byte", spec.name))
+        })?;
+        let mut dbi = 0;
+        // SAFETY: txn is a live write transaction; name outlives the call.
+        check(
+            unsafe { mdb_dbi_open(txn.0, name.as_ptr(), MDB_CREATE, &mut dbi) },
+            "open a table",
+        )
+        .map_err(setup)?;
+        dbis.push(dbi);
+    }
+    // Named database handles opened in a write transaction stay valid for
+    // the environment's life once it commits.
+    txn.commit().map_err(setup)?;
+    Ok(Box::new(LmdbStore { dbis, env }))
+}
+
+impl LmdbStore {
+    fn dbi(&self, table: usize) -> EngineResult<MdbDbi> {
+        self.dbis
+            .get(table)
+            .copied()
+            .ok_or_else(|| EngineError::peer(Engine::Lmdb, format!("no table number {table}")))
+    }
+
+    /// The statistics of table `table`.
+    fn stat(&self, table: usize) -> EngineResult<MdbStat> {
+        let dbi = self.dbi(table)?;
+        let txn = Txn::begin(&self.env, MDB_RDONLY)?;
+        let mut stat = MdbStat::default();
+        // SAFETY: txn is live and dbi was opened in this environment.
+        check(
+            unsafe { mdb_stat(txn.0, dbi, &mut stat) },
+            "read a table's statistics",
+        )?;
+        Ok(stat)
+    }
+
+    fn env_info(&self) -> EngineResult<(MdbStat, MdbEnvInfo)> {
+        let mut stat = MdbStat::default();
+        let mut info = MdbEnvInfo {
+            _me_mapaddr: ptr::null_mut(),
+            me_mapsize: 0,
+            me_last_pgno: 0,
+            me_last_txnid: 0,
+            me_maxreaders: 0,
+            me_numreaders: 0,
+        };
+        // SAFETY: the environment is open; both are out-pointers.
+        unsafe {
+            check(
+                mdb_env_stat(self.env.0, &mut stat),
+                "read the environment's statistics",
+            )?;
+            check(
+                mdb_env_info(self.env.0, &mut info),
+                "read the environment's information",
+            )?;
+        }
+        Ok((stat, info))
+    }
+}
+
+impl Store for LmdbStore {
+    fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
+        Ok(Box::new(LmdbSession {
+            store: self,
+            read: None,
+            cursors: Vec::new(),
+        }))
+    }
+
+    fn operation(&self, op: Benchmark) -> EngineResult<bool> {
+        match op {
+            Benchmark::Flush | Benchmark::Checkpoint => {
+                // SAFETY: the environment is open.
+                check(
+                    unsafe { mdb_env_sync(self.env.0, 1) },
+                    "sync the environment",
+                )?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn printout(&self, what: Benchmark) -> EngineResult<Option<String>> {
+        let table = self.stat(0)?;
+        let shape = format!(
+            "lmdb table 0: height {}, {} branch pages, {} leaf pages, {} overflow pages of {} bytes, {} entries",
+            table.ms_depth,
+            table.ms_branch_pages,
+            table.ms_leaf_pages,
+            table.ms_overflow_pages,
+            table.ms_psize,
+            table.ms_entries
+        );
+        Ok(match what {
+            Benchmark::Shape => Some(shape),
+            Benchmark::Stats => {
+                let (env, info) = self.env_info()?;
+                Some(format!(
+                    "{shape}\nlmdb environment: map {:.0} GB, last page {} ({:.1} MB used of the file), last transaction {}, readers {} of {}, main database height {} with {} entries",
+                    info.me_mapsize as f64 / 1e9,
+                    info.me_last_pgno,
+                    (info.me_last_pgno + 1) as f64 * f64::from(env.ms_psize) / 1_048_576.0,
+                    info.me_last_txnid,
+                    info.me_numreaders,
+                    info.me_maxreaders,
+                    env.ms_depth,
+                    env.ms_entries
+                ))
+            }
+            _ => None,
+        })
+    }
+
+    fn shape_counts(&self) -> ShapeCounts {
+        match self.stat(0) {
+            Ok(s) => ShapeCounts {
+                btree_height: s.ms_depth,
+                btree_pages: (s.ms_branch_pages + s.ms_leaf_pages + s.ms_overflow_pages) as u64,
+                ..ShapeCounts::default()
+            },
+            Err(_) => ShapeCounts::default(),
+        }
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        // With MDB_NOSYNC nothing forces the last commits to disk; a closing
+        // database syncs, as the others do at close.
+        // SAFETY: the environment is open; no session outlives the store.
+        check(
+            unsafe { mdb_env_sync(self.env.0, 1) },
+            "sync the environment",
+        )?;
+        drop(self);
+        Ok(())
+    }
+}
+
+/// One thread's handle: a read transaction kept between reads (reset
+/// while idle), and a cursor per table bound to it.
+struct LmdbSession<'a> {
+    store: &'a LmdbStore,
+    read: Option<Txn>,
+    /// A cursor per table, opened lazily in `read` (null until then).
+    cursors: Vec<*mut MdbCursor>,
+}
+
+impl LmdbSession<'_> {
+    /// The read transaction, renewed for a fresh view.
+    fn begin_read(&mut self) -> EngineResult<*mut MdbTxn> {
+        match &self.read {
+            Some(txn) => {
+                // SAFETY: the transaction was reset after its last use.
+                check(unsafe { mdb_txn_renew(txn.0) }, "renew a read transaction")?;
+                Ok(txn.0)
+            }
+            None => {
+                let txn = Txn::begin(&self.store.env, MDB_RDONLY)?;
+                let raw = txn.0;
+                self.read = Some(txn);
+                Ok(raw)
+            }
+        }
+    }
+
+    /// Ends the view: the transaction is reset, its snapshot released.
+    fn end_read(&mut self) {
+        if let Some(txn) = &self.read {
+            // SAFETY: a live read transaction; reset keeps it for renewal.
+            unsafe { mdb_txn_reset(txn.0) }
+        }
+    }
+
+    /// The cursor of `table` in the (just renewed) read transaction `txn`.
+    fn cursor(&mut self, txn: *mut MdbTxn, table: usize) -> EngineResult<*mut MdbCursor> {
+        let dbi = self.store.dbi(table)?;
+        if self.cursors.len() <= table {
+            self.cursors.resize(table + 1, ptr::null_mut());
+        }
+        let slot = self
+            .cursors
+            .get_mut(table)
+            .ok_or_else(|| EngineError::peer(Engine::Lmdb, "no cursor slot"))?;
+        if slot.is_null() {
+            // SAFETY: txn is live, dbi belongs to the environment.
+            check(unsafe { mdb_cursor_open(txn, dbi, slot) }, "open a cursor")?;
+        } else {
+            // SAFETY: a read-only cursor may be renewed in a renewed read
+            // transaction of the same environment.
+            check(unsafe { mdb_cursor_renew(txn, *slot) }, "renew a cursor")?;
+        }
+        Ok(*slot)
+    }
+
+    fn read_get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {
+        let dbi = self.store.dbi(table)?;
+        let txn = self.begin_read()?;
+        let mut k = MdbVal::of(key);
+        let mut v = MdbVal::empty();
+        // SAFETY: txn is live; k points at key, which outlives the call.
+        let rc = unsafe { mdb_get(txn, dbi, &mut k, &mut v) };
+        match rc {
+            0 => Ok(Some(v.mv_size)),
+            MDB_NOTFOUND => Ok(None),
+            rc => check(rc, "get").map(|()| None),
+        }
+    }
+
+    fn read_seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {
+        let txn = self.begin_read()?;
+        let cursor = self.cursor(txn, table)?;
+        let mut k = MdbVal::of(key);
+        let mut v = MdbVal::empty();
+        // SAFETY: cursor is live in txn; k points at key for the call.
+        let mut rc = unsafe { mdb_cursor_get(cursor, &mut k, &mut v, MDB_SET_RANGE) };
+        let mut seek = Seek::default();
+        if rc == 0 {
+            // SAFETY: k now points into the map, valid while txn is open.
+            seek.found = unsafe { k.bytes() } == key;
+        }
+        for _ in 0..steps {
+            match rc {
+                0 => {}
+                MDB_NOTFOUND => break,
+                rc => return check(rc, "seek").map(|()| seek),
+            }
+            seek.bytes += (k.mv_size + v.mv_size) as u64;
+            // SAFETY: as above.
+            rc = unsafe { mdb_cursor_get(cursor, &mut k, &mut v, MDB_NEXT) };
+        }
+        match rc {
+            0 | MDB_NOTFOUND => Ok(seek),
+            rc => check(rc, "step").map(|()| seek),
+        }
+    }
+
+    fn read_scan(
+        &mut self,
+        table: usize,
+        forward: bool,
+        visit: &mut dyn FnMut(u64) -> bool,
+    ) -> EngineResult<()> {
+        let txn = self.begin_read()?;
+        let cursor = self.cursor(txn, table)?;
+        let mut k = MdbVal::empty();
+        let mut v = MdbVal::empty();
+        let (first, step) = if forward {
+            (MDB_FIRST, MDB_NEXT)
+        } else {
+            (MDB_LAST, MDB_PREV)
+        };
+        // SAFETY: cursor is live in txn.
+        let mut rc = unsafe { mdb_cursor_get(cursor, &mut k, &mut v, first) };
+        while rc == 0 {
+            if !visit((k.mv_size + v.mv_size) as u64) {
+                return Ok(());
+            }
+            // SAFETY: as above.
+            rc = unsafe { mdb_cursor_get(cursor, &mut k, &mut v, step) };
+        }
+        match rc {
+            MDB_NOTFOUND => Ok(()),
+            rc => check(rc, "scan"),
+        }
+    }
+}
+
+impl Session for LmdbSession<'_> {
+    fn write(&mut self, batch: &Batch) -> EngineResult<()> {
+        let txn = Txn::begin(&self.store.env, 0)?;
+        for op in batch.ops() {
+            match op {
+                Op::Put { table, key, value } => {
+                    let dbi = self.store.dbi(table)?;
+                    let mut k = MdbVal::of(key);
+                    let mut v = MdbVal::of(value);
+                    // SAFETY: txn is a live write transaction; LMDB copies
+                    // the key and value.
+                    check(unsafe { mdb_put(txn.0, dbi, &mut k, &mut v, 0) }, "put")?;
+                }
+                Op::Delete { table, key } => {
+                    let dbi = self.store.dbi(table)?;
+                    let mut k = MdbVal::of(key);
+                    // SAFETY: as above; a null data deletes every value of
+                    // the key.
+                    let rc = unsafe { mdb_del(txn.0, dbi, &mut k, ptr::null_mut()) };
+                    if rc != MDB_NOTFOUND {
+                        check(rc, "delete")?;
+                    }
+                }
+            }
+        }
+        txn.commit()
+    }
+
+    fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {
+        let outcome = self.read_get(table, key);
+        self.end_read();
+        outcome
+    }
+
+    fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {
+        let outcome = self.read_seek(table, key, steps);
+        self.end_read();
+        outcome
+    }
+
+    fn scan(
+        &mut self,
+        table: usize,
+        forward: bool,
+        visit: &mut dyn FnMut(u64) -> bool,
+    ) -> EngineResult<()> {
+        let outcome = self.read_scan(table, forward, visit);
+        self.end_read();
+        outcome
+    }
+}
+
+impl Drop for LmdbSession<'_> {
+    fn drop(&mut self) {
+        for &cursor in &self.cursors {
+            if !cursor.is_null() {
+                // SAFETY: a cursor of a read transaction may be closed after
+                // the transaction is reset; each is closed once.
+                unsafe { mdb_cursor_close(cursor) }
+            }
+        }
+        // The read transaction (reset) is aborted by its own Drop.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &Path, tables: &[&str]) -> Box<dyn Store> {
+        let specs: Vec<TableSpec> = tables.iter().map(|t| TableSpec::named(t)).collect();
+        open(&Config::default(), dir, &specs).expect("open")
+    }
+
+    fn fill(store: &dyn Store) {
+        let mut s = store.session().expect("session");
+        let mut b = Batch::new();
+        for i in 0..100u32 {
+            b.put(0, format!("k{i:03}").as_bytes(), &[b'v'; 10]);
+            b.put(1, format!("x{i:03}").as_bytes(), b"y");
+        }
+        s.write(&b).expect("write");
+        b.clear();
+        b.delete(0, b"k050");
+        b.delete(0, b"never-written");
+        s.write(&b).expect("delete");
+    }
+
+    #[test]
+    fn batches_reads_seeks_and_scans() {
+        // Goal: what a batch writes (two tables, deletes included) reads
+        // back through get, seek with steps, and scans both ways.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = store(dir.path(), &["a", "b"]);
+        fill(store.as_ref());
+        let mut s = store.session().expect("session");
+        assert_eq!(s.get(0, b"k001").expect("get"), Some(10));
+        assert_eq!(s.get(0, b"k050").expect("get"), None);
+        assert_eq!(s.get(1, b"x099").expect("get"), Some(1));
+        assert_eq!(s.get(1, b"k001").expect("get"), None);
+        let seek = s.seek(0, b"k010", 3).expect("seek");
+        assert!(seek.found);
+        assert_eq!(seek.bytes, 3 * 14);
+        let seek = s.seek(0, b"k049x", 2).expect("seek");
+        assert!(!seek.found, "lands on k051");
+        assert_eq!(seek.bytes, 2 * 14);
+        let seek = s.seek(0, b"k098", 5).expect("seek");
+        assert_eq!(seek.bytes, 2 * 14, "two entries before the end");
+        for forward in [true, false] {
+            let mut n = 0;
+            s.scan(0, forward, &mut |bytes| {
+                assert_eq!(bytes, 14);
+                n += 1;
+                true
+            })
+            .expect("scan");
+            assert_eq!(n, 99);
+        }
+        let mut n = 0;
+        s.scan(1, true, &mut |_| {
+            n += 1;
+            n < 10
+        })
+        .expect("scan");
+        assert_eq!(n, 10, "a scan stops when told");
+        drop(s);
+        assert!(store.operation(Benchmark::Flush).expect("flush"));
+        assert!(!store.operation(Benchmark::Compact).expect("compact"));
+        assert!(store.printout(Benchmark::Stats).expect("stats").is_some());
+        assert!(store.shape_counts().btree_height >= 1);
+        store.close().expect("close");
+    }
+
+    #[test]
+    fn data_survives_close_and_reopen() {
+        // Goal: the tables and their entries come back after a reopen.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = store(dir.path(), &["a", "b"]);
+        fill(first.as_ref());
+        first.close().expect("close");
+        let again = store(dir.path(), &["a", "b"]);
+        let mut s = again.session().expect("session");
+        assert_eq!(s.get(0, b"k099").expect("get"), Some(10));
+        assert_eq!(s.get(1, b"x000").expect("get"), Some(1));
+        drop(s);
+        again.close().expect("close");
+        assert!(dir.path().join(Engine::Lmdb.marker()).exists());
+    }
+
+    #[test]
+    fn threads_read_and_write_at_once() {
+        // Goal: sessions in several threads work together: two writers and
+        // two readers, every write then visible.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = store(dir.path(), &["a"]);
+        std::thread::scope(|scope| {
+            for t in 0..4u32 {
+                let store = store.as_ref();
+                scope.spawn(move || {
+                    let mut s = store.session().expect("session");
+                    let mut b = Batch::new();
+                    for i in 0..200u32 {
+                        if t < 2 {
+                            b.clear();
+                            b.put(0, format!("t{t}-{i:04}").as_bytes(), b"v");
+                            s.write(&b).expect("write");
+                        } else {
+                            s.get(0, format!("t0-{i:04}").as_bytes()).expect("get");
+                        }
+                    }
+                });
+            }
+        });
+        let mut s = store.session().expect("session");
+        let mut n = 0;
+        s.scan(0, true, &mut |_| {
+            n += 1;
+            true
+        })
+        .expect("scan");
+        assert_eq!(n, 400);
+        drop(s);
+        store.close().expect("close");
+    }
 }

@@ -166,7 +166,7 @@ impl Engine {
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => "WiredTiger",
             Engine::Lmdb => "data.mdb",
             Engine::Fjall => "fjall.lab",
-            Engine::Redb => "redb.lab",
+            Engine::Redb => "data.redb",
         }
     }
 
