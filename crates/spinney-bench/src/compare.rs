@@ -211,8 +211,15 @@ fn read_results(path: &Path) -> Result<Vec<(Benchmark, RoundFigures)>, String> {
 /// One engine's figures for one benchmark over the rounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareRow {
+    /// The benchmark's place among the timed benchmarks of the run, from 0
+    /// (a benchmark may run more than once: readrandom before and after an
+    /// overwrite).
+    pub step: usize,
     /// Which benchmark.
     pub benchmark: Benchmark,
+    /// Its name in the table: the benchmark's, with "#2", "#3" for its
+    /// later runs.
+    pub label: String,
     /// Which engine.
     pub engine: Engine,
     /// Each round's figures, in round order (rounds the engine failed are
@@ -292,32 +299,45 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// The row of `engine` for `benchmark`.
+    /// The row of `engine` for the last run of `benchmark`.
     pub fn row(&self, benchmark: Benchmark, engine: Engine) -> Option<&CompareRow> {
         self.rows
             .iter()
-            .find(|r| r.benchmark == benchmark && r.engine == engine)
+            .rfind(|r| r.benchmark == benchmark && r.engine == engine)
     }
 
-    /// The median ops/sec of spinney's better kind for `benchmark`, if a
-    /// spinney engine ran it.
-    pub fn spinney_best(&self, benchmark: Benchmark) -> Option<f64> {
+    /// The row of `engine` at `step`.
+    pub fn row_at(&self, step: usize, engine: Engine) -> Option<&CompareRow> {
         self.rows
             .iter()
-            .filter(|r| r.benchmark == benchmark && r.engine.is_spinney() && r.supported())
+            .find(|r| r.step == step && r.engine == engine)
+    }
+
+    /// The median ops/sec of spinney's better kind at `step`, if a spinney
+    /// engine ran it.
+    pub fn spinney_best(&self, step: usize) -> Option<f64> {
+        self.rows
+            .iter()
+            .filter(|r| r.step == step && r.engine.is_spinney() && r.supported())
             .filter_map(|r| r.median(|f| f.ops_per_sec))
             .reduce(f64::max)
     }
 
-    /// `engine`'s median ops/sec over spinney's better kind's (none for
-    /// operations, whose one run's rate says little).
-    pub fn ratio(&self, benchmark: Benchmark, engine: Engine) -> Option<f64> {
-        if benchmark.is_operation() {
+    /// `engine`'s median ops/sec over spinney's better kind's at `step`
+    /// (none for operations, whose one run's rate says little).
+    pub fn ratio_at(&self, step: usize, engine: Engine) -> Option<f64> {
+        let row = self.row_at(step, engine).filter(|r| r.supported())?;
+        if row.benchmark.is_operation() {
             return None;
         }
-        let best = self.spinney_best(benchmark).filter(|&b| b > 0.0)?;
-        let row = self.row(benchmark, engine).filter(|r| r.supported())?;
+        let best = self.spinney_best(step).filter(|&b| b > 0.0)?;
         Some(row.median(|f| f.ops_per_sec)? / best)
+    }
+
+    /// `ratio_at` for the last run of `benchmark`.
+    pub fn ratio(&self, benchmark: Benchmark, engine: Engine) -> Option<f64> {
+        let step = self.row(benchmark, engine)?.step;
+        self.ratio_at(step, engine)
     }
 }
 
@@ -372,10 +392,21 @@ pub fn run_compare(
         rows: Vec::new(),
         failures: Vec::new(),
     };
-    for &benchmark in &benchmarks {
+    for (step, &benchmark) in benchmarks.iter().enumerate() {
+        let earlier = benchmarks[..step]
+            .iter()
+            .filter(|&&b| b == benchmark)
+            .count();
+        let label = if earlier == 0 {
+            benchmark.name().to_string()
+        } else {
+            format!("{} #{}", benchmark.name(), earlier + 1)
+        };
         for &engine in &config.compare {
             comparison.rows.push(CompareRow {
+                step,
                 benchmark,
+                label: label.clone(),
                 engine,
                 rounds: Vec::new(),
             });
@@ -409,19 +440,27 @@ pub fn run_compare(
                 results_file: Some(results_file.clone()),
                 ..config.clone()
             };
-            let outcome = run_child(exe, &child, out)
-                .and_then(|()| read_results(&results_file).map_err(BenchError::Child));
+            let outcome = run_child(exe, &child, out).and_then(|()| {
+                let figures = read_results(&results_file).map_err(BenchError::Child)?;
+                let names: Vec<Benchmark> = figures.iter().map(|(b, _)| *b).collect();
+                if names != benchmarks {
+                    return Err(BenchError::Child(format!(
+                        "{engine} reported figures for {names:?}, not for {benchmarks:?}"
+                    )));
+                }
+                Ok(figures)
+            });
             let _ = std::fs::remove_file(&results_file);
             if !keep {
                 let _ = std::fs::remove_dir_all(&dir);
             }
             match outcome {
                 Ok(figures) => {
-                    for (benchmark, f) in figures {
+                    for (step, (_, f)) in figures.into_iter().enumerate() {
                         if let Some(row) = comparison
                             .rows
                             .iter_mut()
-                            .find(|r| r.benchmark == benchmark && r.engine == engine)
+                            .find(|r| r.step == step && r.engine == engine)
                         {
                             row.rounds.push(f);
                         }
@@ -506,16 +545,16 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
         config.background_threads
     )?;
     let spinney_ran = c.engines.iter().any(|e| e.is_spinney());
-    let mut benchmarks: Vec<Benchmark> = Vec::new();
+    let mut steps: Vec<(usize, Benchmark, &str)> = Vec::new();
     for r in &c.rows {
-        if !benchmarks.contains(&r.benchmark) {
-            benchmarks.push(r.benchmark);
+        if !steps.iter().any(|&(s, _, _)| s == r.step) {
+            steps.push((r.step, r.benchmark, &r.label));
         }
     }
-    for benchmark in benchmarks {
+    for (step, benchmark, label) in steps {
         writeln!(out)?;
         let batch = config.batch_size_for(benchmark);
-        let mut title = benchmark.name().to_string();
+        let mut title = label.to_string();
         if benchmark.is_write() && batch > 1 {
             title.push_str(&format!(" ({batch} entries per commit, every engine)"));
         }
@@ -533,7 +572,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
         }
         writeln!(out, "{title}")?;
         if benchmark.is_operation() {
-            print_operation(out, benchmark, c)?;
+            print_operation(out, step, c)?;
             continue;
         }
         let mut header = format!(
@@ -561,7 +600,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
         }
         writeln!(out, "{header}")?;
         for &engine in &c.engines {
-            let Some(row) = c.row(benchmark, engine) else {
+            let Some(row) = c.row_at(step, engine) else {
                 continue;
             };
             let mut line = format!("  {:<17}", engine.name());
@@ -598,7 +637,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
                 if spinney_ran {
                     line.push_str(&format!(
                         " {:>11}",
-                        c.ratio(benchmark, engine)
+                        c.ratio_at(step, engine)
                             .map_or("-".to_string(), |r| format!("{r:.2}x"))
                     ));
                 }
@@ -635,18 +674,14 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
 
 /// The block of an operation (flush, compactions, checkpoint): how long it
 /// took, what it wrote, and the database after it.
-fn print_operation(
-    out: &mut dyn Write,
-    benchmark: Benchmark,
-    c: &Comparison,
-) -> std::io::Result<()> {
+fn print_operation(out: &mut dyn Write, step: usize, c: &Comparison) -> std::io::Result<()> {
     writeln!(
         out,
         "  {:<17} {:>10} {:>12} {:>9} {:>12}",
         "engine", "seconds", "written MB", "size MB", "peak RSS MB"
     )?;
     for &engine in &c.engines {
-        let Some(row) = c.row(benchmark, engine) else {
+        let Some(row) = c.row_at(step, engine) else {
             continue;
         };
         let figures = if row.rounds.is_empty() {
@@ -685,7 +720,7 @@ fn write_csv(path: &Path, c: &Comparison) -> Result<(), BenchError> {
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
         text.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            row.benchmark.name(),
+            row.label,
             row.engine.name(),
             row.engine.kind().name(),
             row.rounds.len(),
@@ -705,7 +740,7 @@ fn write_csv(path: &Path, c: &Comparison) -> Result<(), BenchError> {
                 f.found as f64 / f.attempted as f64
             }),
             m(|f| f.writer_per_sec),
-            opt(c.ratio(row.benchmark, row.engine)),
+            opt(c.ratio_at(row.step, row.engine)),
             u8::from(row.supported())
         ));
     }
@@ -721,7 +756,7 @@ fn draw(path: &Path, c: &Comparison) -> Result<(), BenchError> {
         .filter(|r| r.supported() && !r.benchmark.is_operation())
         .filter_map(|r| {
             Some(Bar {
-                group: r.benchmark.name().to_string(),
+                group: r.label.clone(),
                 series: r.engine.name().to_string(),
                 value: r.median(|f| f.ops_per_sec)?,
             })
@@ -809,7 +844,9 @@ mod tests {
         // Goal: 'vs spinney' divides by the faster of spinney's kinds, and
         // an unsupported or missing row has none.
         let row = |engine, ops_per_sec, supported| CompareRow {
+            step: 0,
             benchmark: Benchmark::FillRandom,
+            label: "fillrandom".into(),
             engine,
             rounds: vec![RoundFigures {
                 supported,
@@ -827,7 +864,7 @@ mod tests {
             ],
             failures: Vec::new(),
         };
-        assert_eq!(c.spinney_best(Benchmark::FillRandom), Some(200.0));
+        assert_eq!(c.spinney_best(0), Some(200.0));
         assert_eq!(c.ratio(Benchmark::FillRandom, Engine::Rocksdb), Some(1.5));
         assert_eq!(
             c.ratio(Benchmark::FillRandom, Engine::SpinneyBtree),

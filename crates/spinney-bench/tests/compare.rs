@@ -1,0 +1,202 @@
+//! `--compare`: engines side by side, each in a child process of its own.
+//! With the `peers` feature (the test script turns it on) every engine the
+//! lab knows runs; without, spinney's two kinds do.
+
+use std::path::Path;
+
+use spinney_bench::{
+    run_compare, Benchmark, CompareRow, Config, Engine, EngineComparison, RoundFigures,
+};
+
+const NUM: u64 = 2000;
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_spinney-bench"))
+}
+
+/// A tiny comparison of `engines`: small write buffers so that the LSMs
+/// flush, a fixed seed.
+fn tiny(engines: &[Engine], benchmarks: &[Benchmark], rounds: usize) -> Config {
+    Config {
+        benchmarks: benchmarks.to_vec(),
+        num: NUM,
+        write_buffer_size: 64 << 10,
+        seek_nexts: 5,
+        compare: engines.to_vec(),
+        rounds,
+        progress: false,
+        ..Config::default()
+    }
+}
+
+fn run(config: &Config) -> (EngineComparison, String) {
+    let mut out = Vec::new();
+    let c = run_compare(config, exe(), &mut out).expect("comparison");
+    (c, String::from_utf8(out).expect("utf-8"))
+}
+
+fn only_round(row: &CompareRow) -> &RoundFigures {
+    assert_eq!(row.rounds.len(), 1, "{row:?}");
+    &row.rounds[0]
+}
+
+#[test]
+fn every_engine_writes_and_reads_back_its_keys() {
+    // Goal: each built engine, in its own process, fills the table, finds
+    // every key a sequential fill wrote, sees about 86% of the key space
+    // after a random fill and an overwrite (db_bench's figure), scans
+    // exactly the entries there are, and its row says so; operations it
+    // lacks are "not supported", never a figure.
+    let engines: Vec<Engine> = Engine::ALL.into_iter().filter(|e| e.is_built()).collect();
+    let config = tiny(
+        &engines,
+        &[
+            Benchmark::FillSeq,
+            Benchmark::ReadRandom,
+            Benchmark::ReadSeq,
+            Benchmark::FillRandom,
+            Benchmark::Overwrite,
+            Benchmark::ReadRandom,
+            Benchmark::SeekRandom,
+            Benchmark::ReadReverse,
+            Benchmark::Compact0,
+        ],
+        1,
+    );
+    let (c, out) = run(&config);
+    assert!(c.failures.is_empty(), "{:?}\n{out}", c.failures);
+    assert!(out.contains("\nreadrandom #2\n"), "{out}");
+    for &engine in &engines {
+        let row = |b| c.row(b, engine).unwrap_or_else(|| panic!("{engine} {b}"));
+        let fill = only_round(row(Benchmark::FillSeq));
+        assert_eq!(fill.ops, NUM, "{engine}");
+        assert!(fill.ops_per_sec > 0.0 && fill.user_bytes_written == NUM * 116);
+        // readrandom runs twice: the row holds the last, after overwrite.
+        let read = only_round(row(Benchmark::ReadRandom));
+        let share = read.found as f64 / read.attempted as f64;
+        assert_eq!(read.attempted, NUM, "{engine}");
+        assert!((0.80..0.92).contains(&share), "{engine}: {share}");
+        let seek = only_round(row(Benchmark::SeekRandom));
+        let share = seek.found as f64 / seek.attempted as f64;
+        assert!((0.80..0.92).contains(&share), "{engine}: {share}");
+        assert!(seek.ops_per_sec > 0.0);
+        // Every key readrandom found is one entry a reverse scan counts.
+        let reverse = only_round(row(Benchmark::ReadReverse));
+        assert!(
+            reverse.ops > NUM * 8 / 10 && reverse.ops < NUM * 92 / 100,
+            "{engine}: {}",
+            reverse.ops
+        );
+        let compact0 = only_round(row(Benchmark::Compact0));
+        if engine.is_spinney() {
+            assert!(compact0.supported, "{engine}");
+        } else if !compact0.supported {
+            assert_eq!(
+                compact0.ops, 0,
+                "{engine}: an unsupported operation has no figures"
+            );
+        }
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(engine.name()) && l.contains('x')),
+            "{engine} has no row with a ratio:\n{out}"
+        );
+        assert!(
+            out.contains(&format!("=== round 1 of 1: {engine} ")),
+            "{out}"
+        );
+    }
+    // The readseq after fillseq saw every key.
+    for &engine in &engines {
+        let scan = c.row(Benchmark::ReadSeq, engine).expect("row");
+        assert_eq!(only_round(scan).ops, NUM, "{engine}");
+    }
+}
+
+#[test]
+fn rounds_alternate_and_share_a_seed_per_round() {
+    // Goal: with two rounds each engine runs twice, in the order forward
+    // then backward, with one seed per round that both engines use, and
+    // the table, CSV and chart come out.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = Config {
+        report: Some(dir.path().join("c.csv")),
+        plot: Some(dir.path().join("c.svg")),
+        ..tiny(
+            &[Engine::SpinneyLsm, Engine::SpinneyBtree],
+            &[Benchmark::FillRandom, Benchmark::ReadRandom],
+            2,
+        )
+    };
+    let (c, out) = run(&config);
+    assert_eq!(c.seeds.len(), 2);
+    assert_ne!(c.seeds[0], c.seeds[1]);
+    let order: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("=== round "))
+        .collect();
+    assert_eq!(order.len(), 4, "{out}");
+    assert!(order[0].starts_with("1 of 2: spinney-lsm"), "{order:?}");
+    assert!(order[1].starts_with("1 of 2: spinney-btree"), "{order:?}");
+    assert!(order[2].starts_with("2 of 2: spinney-btree"), "{order:?}");
+    assert!(order[3].starts_with("2 of 2: spinney-lsm"), "{order:?}");
+    for row in &c.rows {
+        assert_eq!(row.rounds.len(), 2, "{row:?}");
+    }
+    // Both engines of a round read the keys the same seed made: the same
+    // share found.
+    let found = |e| c.row(Benchmark::ReadRandom, e).expect("row").rounds[0].found;
+    assert_eq!(found(Engine::SpinneyLsm), found(Engine::SpinneyBtree));
+    // The better kind's ratio is 1, the other's at most 1.
+    let ratios: Vec<f64> = [Engine::SpinneyLsm, Engine::SpinneyBtree]
+        .iter()
+        .map(|&e| c.ratio(Benchmark::FillRandom, e).expect("ratio"))
+        .collect();
+    assert!(ratios.iter().any(|&r| (r - 1.0).abs() < 1e-9), "{ratios:?}");
+    assert!(
+        ratios.iter().all(|&r| r > 0.0 && r <= 1.0 + 1e-9),
+        "{ratios:?}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("c.csv")).expect("csv");
+    let mut lines = csv.lines();
+    let header = lines.next().expect("header");
+    assert!(
+        header.starts_with("benchmark,engine,kind,rounds,ops_per_sec,"),
+        "{header}"
+    );
+    assert_eq!(lines.count(), 4, "{csv}");
+    let svg = std::fs::read_to_string(dir.path().join("c.svg")).expect("svg");
+    assert!(svg.contains("spinney-btree") && svg.contains("fillrandom"));
+}
+
+#[test]
+fn a_failing_engine_is_reported_and_the_others_go_on() {
+    // Goal: a child that fails (here it cannot write its figures: a
+    // directory stands where its results file goes) is a failure in the
+    // table and in the outcome, and the other engine's figures are there.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("round-1-spinney-btree.results")).expect("mkdir");
+    let config = Config {
+        db: Some(dir.path().to_path_buf()),
+        ..tiny(
+            &[Engine::SpinneyLsm, Engine::SpinneyBtree],
+            &[Benchmark::FillSeq],
+            1,
+        )
+    };
+    let (c, out) = run(&config);
+    assert_eq!(c.failures.len(), 1, "{:?}", c.failures);
+    assert_eq!(c.failures[0].engine, Engine::SpinneyBtree);
+    assert_eq!(c.failures[0].round, 1);
+    let lsm = c.row(Benchmark::FillSeq, Engine::SpinneyLsm).expect("row");
+    assert_eq!(only_round(lsm).ops, NUM);
+    assert!(c
+        .row(Benchmark::FillSeq, Engine::SpinneyBtree)
+        .expect("row")
+        .rounds
+        .is_empty());
+    assert!(out.contains("spinney-btree     failed"), "{out}");
+    assert!(out.contains("failed: spinney-btree in round 1"), "{out}");
+    // With --db the databases stay for a look afterwards.
+    assert!(dir.path().join("round-1/spinney-lsm/CURRENT").exists());
+}

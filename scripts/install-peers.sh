@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the C libraries of the engines the lab measures beside spinney
+# (docs/peers.md): Debian's packages of RocksDB (with its own db_bench, for
+# the fairness check), WiredTiger, LevelDB and LMDB. The Rust peers (fjall,
+# redb) come from crates.io through Cargo.lock and need nothing here.
+#
+# Needs root (CI runs as root) or sudo. Does nothing when every package is
+# already installed.
+set -euo pipefail
+
+packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-peers: all installed (${packages[*]})"
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    run=()
+elif command -v sudo >/dev/null; then
+    run=(sudo)
+else
+    echo "install-peers: need root or sudo to install ${missing[*]}" >&2
+    exit 1
+fi
+echo "install-peers: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${run[@]}" apt-get update -qq
+"${run[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
