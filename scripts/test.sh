@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# The test suite: every crate's unit, integration and doc tests.
-# Long torture runs are separate (see README "Longer runs").
+# The test suite: every crate's unit, integration and doc tests, with the
+# lab's peers built in (their libraries come from scripts/install-peers.sh;
+# SPINNEY_NO_PEERS=1 runs without them, on a machine that cannot install
+# them). Long torture runs are separate (see README "Longer runs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace --locked "$@"
+features=(--features spinney-bench/peers)
+if [ "${SPINNEY_NO_PEERS:-0}" = "1" ]; then
+    echo "test.sh: SPINNEY_NO_PEERS=1: the lab's peers are not built or tested" >&2
+    features=()
+fi
+cargo test --workspace --locked "${features[@]}" "$@"

@@ -7,8 +7,9 @@
 //! 1.234 micros/op 810372 ops/sec;   89.6 MB/s`) followed by the database's
 //! size, its costs per 1,000 operations and, for reads, the read context
 //! per query; and returns the same figures as a `BenchResult` per benchmark.
-//! `run_comparison` runs one workload list on an LSM table and on a B-tree
-//! table and prints them side by side.
+//! `run_compare` runs one workload list on several engines (spinney's two
+//! kinds and the peers built in), each in a child process, and prints them
+//! side by side.
 //!
 //! ```
 //! use spinney_bench::{run_benchmarks, Benchmark, Config};
@@ -48,7 +49,7 @@ pub mod scenario;
 
 use std::time::Duration;
 
-pub use bench::{default_comparison_config, run_benchmarks, run_comparison, Comparison, TABLE};
+pub use bench::{default_comparison_config, run_benchmarks, TABLE};
 pub use compare::{
     run_compare, this_program, CompareRow, Comparison as EngineComparison, Failure, RoundFigures,
 };

@@ -279,60 +279,6 @@ pub fn progress_line(
     )
 }
 
-/// The side-by-side table of the default run.
-pub fn comparison_table(
-    out: &mut dyn Write,
-    lsm: &[BenchResult],
-    btree: &[BenchResult],
-) -> io::Result<()> {
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{:<18} {:>13} {:>15}  {:<14} {:>13} {:>15} {:>12} {:>14}",
-        "benchmark",
-        "LSM ops/sec",
-        "B-tree ops/sec",
-        "winner",
-        "LSM p99 (us)",
-        "B-tree p99 (us)",
-        "LSM size MB",
-        "B-tree size MB"
-    )?;
-    for l in lsm {
-        let Some(b) = btree.iter().find(|b| b.benchmark == l.benchmark) else {
-            continue;
-        };
-        writeln!(
-            out,
-            "{:<18} {:>13.0} {:>15.0}  {:<14} {:>13.2} {:>15.2} {:>12.1} {:>14.1}",
-            l.benchmark.name(),
-            l.ops_per_sec,
-            b.ops_per_sec,
-            winner(l.ops_per_sec, b.ops_per_sec),
-            l.latency.p99_micros,
-            b.latency.p99_micros,
-            l.db_size_bytes as f64 / MB,
-            b.db_size_bytes as f64 / MB
-        )?;
-    }
-    out.flush()
-}
-
-/// "LSM 1.80x", "B-tree 1.05x" or "tie": which rate is higher and by how much.
-fn winner(lsm: f64, btree: f64) -> String {
-    if lsm <= 0.0 || btree <= 0.0 {
-        return "-".to_string();
-    }
-    let ratio = lsm.max(btree) / lsm.min(btree);
-    if ratio < 1.005 {
-        "tie".to_string()
-    } else if lsm > btree {
-        format!("LSM {ratio:.2}x")
-    } else {
-        format!("B-tree {ratio:.2}x")
-    }
-}
-
 /// The figures of one db_bench result line, as parsed back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedLine {
@@ -489,14 +435,5 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(20_000), (2024, 10, 4));
-    }
-
-    #[test]
-    fn winner_names_the_faster_and_by_how_much() {
-        // Goal: the comparison column reads "KIND RATIOx".
-        assert_eq!(winner(180.0, 100.0), "LSM 1.80x");
-        assert_eq!(winner(100.0, 250.0), "B-tree 2.50x");
-        assert_eq!(winner(100.0, 100.1), "tie");
-        assert_eq!(winner(0.0, 100.0), "-");
     }
 }

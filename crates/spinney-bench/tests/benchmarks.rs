@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use spinney::{Db, Options, TableKind};
 use spinney_bench::{
-    parse_percentiles, parse_result_line, run_benchmarks, run_comparison, BenchError, BenchResult,
-    Benchmark, Config, Engine, KeyFormat, TABLE,
+    parse_percentiles, parse_result_line, run_benchmarks, BenchError, BenchResult, Benchmark,
+    Config, Engine, KeyFormat, TABLE,
 };
 
 const NUM: u64 = 2000;
@@ -363,36 +363,6 @@ fn a_directory_that_is_not_a_database_is_left_alone() {
     let err = run_benchmarks(&config, &mut Vec::new()).expect_err("refused");
     assert_eq!(err.exit_code(), 2);
     assert!(dir.path().join("precious.txt").exists());
-}
-
-#[test]
-fn comparison_prints_both_kinds_side_by_side() {
-    // Goal: the default run's table has a row per benchmark with a winner.
-    let config = Config {
-        benchmarks: vec![Benchmark::FillSeq, Benchmark::ReadRandom],
-        num: 500,
-        progress: false,
-        ..Config::default()
-    };
-    let mut out = Vec::new();
-    let c = run_comparison(&config, &mut out).expect("run");
-    let out = String::from_utf8(out).expect("utf-8");
-    assert_eq!(c.lsm.len(), 2);
-    assert_eq!(c.btree.len(), 2);
-    assert!(c.btree.iter().all(|r| r.table_kind == TableKind::Btree));
-    let header = out
-        .lines()
-        .position(|l| l.starts_with("benchmark ") && l.contains("winner"))
-        .expect("table header");
-    let rows: Vec<&str> = out.lines().skip(header + 1).collect();
-    assert!(rows[0].starts_with("fillseq "), "{out}");
-    assert!(rows[1].starts_with("readrandom "), "{out}");
-    assert!(
-        rows.iter()
-            .take(2)
-            .all(|r| r.contains("LSM ") || r.contains("B-tree ") || r.contains("tie")),
-        "{out}"
-    );
 }
 
 fn bench_binary(args: &[&str]) -> std::process::Output {

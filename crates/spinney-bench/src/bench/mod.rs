@@ -1,7 +1,6 @@
 //! Running benchmarks: the engine's database and its one table, fresh
 //! databases for the fills, the figures of each benchmark, the report and
-//! the chart; and the default comparison of an LSM table with a B-tree
-//! table.
+//! the chart; and the configuration of the default run.
 //!
 //! Thread-safety: `run_benchmarks` runs in the caller's thread and starts
 //! the benchmarks' threads itself (see `worker`).
@@ -12,8 +11,6 @@ mod workloads;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use spinney::TableKind;
 
 use crate::engine::{self, Engine, EngineError, Store, TableSpec};
 use crate::latency::{new_histogram, Latency};
@@ -344,18 +341,10 @@ fn draw(path: &Path, results: &[BenchResult]) -> Result<(), BenchError> {
     plot::lines(path, "ops/sec over time", "seconds", "ops/sec", &series).map_err(BenchError::Plot)
 }
 
-/// The results of the default comparison.
-#[derive(Debug, Clone)]
-pub struct Comparison {
-    /// The workloads on an LSM table.
-    pub lsm: Vec<BenchResult>,
-    /// The same workloads on a B-tree table.
-    pub btree: Vec<BenchResult>,
-}
-
 /// The configuration of the default run (no arguments): the classic
-/// db_bench workloads, sized to take about a minute for both kinds on two
-/// cores in a release build.
+/// db_bench workloads on every engine this build has, one round, each in
+/// its own process (about a minute for spinney's two kinds on two cores in
+/// a release build, and some minutes with every peer).
 pub fn default_comparison_config() -> Config {
     Config {
         benchmarks: vec![
@@ -372,29 +361,8 @@ pub fn default_comparison_config() -> Config {
         // WiredTiger experiment's rate-limited inserter), well below what
         // either sustains, so that the readers' figures compare.
         writes_per_second: 20_000,
+        compare: Engine::ALL.into_iter().filter(|e| e.is_built()).collect(),
+        rounds: 1,
         ..Config::default()
     }
-}
-
-/// Runs `base`'s benchmarks on an LSM table and on a B-tree table, each in
-/// a new temporary directory, then prints them side by side.
-pub fn run_comparison(base: &Config, out: &mut dyn Write) -> Result<Comparison, BenchError> {
-    let mut runs = Vec::new();
-    for kind in [TableKind::Lsm, TableKind::Btree] {
-        let config = Config {
-            engine: Engine::spinney(kind),
-            db: None,
-            use_existing_db: false,
-            report: None,
-            plot: None,
-            ..base.clone()
-        };
-        writeln!(out, "=== {} table ===", kind.name()).map_err(BenchError::io("print"))?;
-        runs.push(run_benchmarks(&config, out)?);
-        writeln!(out).map_err(BenchError::io("print"))?;
-    }
-    let btree = runs.pop().unwrap_or_default();
-    let lsm = runs.pop().unwrap_or_default();
-    output::comparison_table(out, &lsm, &btree).map_err(BenchError::io("print"))?;
-    Ok(Comparison { lsm, btree })
 }
