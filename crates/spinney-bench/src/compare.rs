@@ -373,7 +373,7 @@ pub fn run_compare(
     }
     if config.scenario.is_some() {
         return Err(BenchError::Config(
-            "a scenario compares its engines itself (crate::scenario::run)".into(),
+            "a scenario compares its engines itself (scenario::run_in_children)".into(),
         ));
     }
     let print = || BenchError::io("print");
@@ -487,7 +487,11 @@ pub fn run_compare(
 /// Runs one child and passes its standard output on to `out` line by line;
 /// its standard error (the environment, a progress bar, its errors) goes
 /// straight to ours.
-fn run_child(exe: &Path, config: &Config, out: &mut dyn Write) -> Result<(), BenchError> {
+pub(crate) fn run_child(
+    exe: &Path,
+    config: &Config,
+    out: &mut dyn Write,
+) -> Result<(), BenchError> {
     let mut child = Command::new(exe)
         .args(config.to_args())
         .stdin(Stdio::null())

@@ -24,6 +24,9 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match config.scenario {
+        Some(scenario) if !config.compare.is_empty() => this_program()
+            .and_then(|exe| scenario::run_in_children(scenario, &config, &exe, &mut out))
+            .map(|_| ()),
         Some(scenario) => scenario::run(scenario, &config, &mut out).map(|_| ()),
         None if !config.compare.is_empty() => this_program()
             .and_then(|exe| run_compare(&config, &exe, &mut out))

@@ -97,18 +97,21 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
     writeln!(out, "Engine:     {}", config.engine.name())?;
     writeln!(out, "Table:      {}", describe_table(config))?;
     writeln!(out, "Cache:      {:.1} MB", config.cache_size as f64 / MB)?;
+    // The flags' meaning; a peer's own mapping of them is in its Table line.
     writeln!(
         out,
         "Durability: {}",
         match config.durability {
-            Durability::Off => "off (--disable_wal=1: log never synced)",
-            Durability::Normal => "normal (commits written to the OS, not synced)",
-            Durability::Full => "full (--sync=1: each commit synced)",
+            Durability::Off =>
+                "--disable_wal=1 (spinney: log written in large pieces, never synced)",
+            Durability::Normal =>
+                "commits not synced (spinney: written to the OS, synced at flushes)",
+            Durability::Full => "--sync=1: each commit synced",
         }
     )?;
     writeln!(
         out,
-        "Threads:    {} ({} background)",
+        "Threads:    {} (--background_threads={})",
         config.threads, config.background_threads
     )?;
     writeln!(out, "Seed:       {}", config.seed)?;

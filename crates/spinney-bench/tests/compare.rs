@@ -200,3 +200,66 @@ fn a_failing_engine_is_reported_and_the_others_go_on() {
     // With --db the databases stay for a look afterwards.
     assert!(dir.path().join("round-1/spinney-lsm/CURRENT").exists());
 }
+
+#[test]
+fn btree_vs_lsm_runs_each_engine_in_a_child_and_compares_them_all() {
+    // Goal: the scenario with --compare runs each engine in its own
+    // process and gathers them into one summary: a row per engine, reader
+    // count and writer limit, and the per-configuration notes naming the
+    // best of each kind. WiredTiger's own B-tree and LSM (the seed's
+    // engines) join spinney's when they are built.
+    let mut engines = vec![Engine::SpinneyLsm, Engine::SpinneyBtree];
+    engines.extend(
+        [Engine::WiredtigerLsm, Engine::WiredtigerBtree]
+            .into_iter()
+            .filter(|e| e.is_built()),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = Config {
+        scale: 0.005,
+        compare: engines.clone(),
+        db: Some(dir.path().join("db")),
+        report: Some(dir.path().join("s.csv")),
+        progress: false,
+        ..Config::default()
+    };
+    let mut out = Vec::new();
+    let summary = spinney_bench::scenario::run_in_children(
+        spinney_bench::scenario::Scenario::BtreeVsLsm,
+        &config,
+        exe(),
+        &mut out,
+    )
+    .expect("scenario");
+    let out = String::from_utf8(out).expect("utf-8");
+    assert_eq!(summary.rows.len(), engines.len() * 6, "{out}");
+    for engine in &engines {
+        let rows = (0..summary.rows.len())
+            .filter(|&r| summary.cell(r, "engine") == Some(engine.name()))
+            .count();
+        assert_eq!(rows, 6, "{engine}");
+        assert!(
+            out.contains(&format!(
+                "=== btree-vs-lsm: {engine}, in a process of its own ==="
+            )),
+            "{out}"
+        );
+        assert!(dir.path().join("db").join(engine.name()).is_dir());
+    }
+    for r in 0..summary.rows.len() {
+        let reads: f64 = summary
+            .cell(r, "reads/s")
+            .expect("cell")
+            .parse()
+            .expect("number");
+        assert!(reads > 0.0, "{:?}", summary.rows[r]);
+    }
+    let comparisons = summary
+        .notes
+        .iter()
+        .filter(|n| n.contains(": reads ") && n.contains("; writes "))
+        .count();
+    assert_eq!(comparisons, 6, "{:#?}", summary.notes);
+    let csv = std::fs::read_to_string(dir.path().join("s.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), engines.len() * 6 + 1);
+}

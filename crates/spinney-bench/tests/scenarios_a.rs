@@ -55,7 +55,7 @@ fn btree_vs_lsm_reports_every_kind_reader_count_and_limit() {
                     let v = number(&summary, r, column);
                     assert!(v > 0.0, "{kind} {readers} {limit}: {column} = {v}");
                 }
-                assert!(number(&summary, r, "blocks from storage/read") >= 0.0);
+                assert!(number(&summary, r, "storage KiB/read") >= 0.0);
             }
         }
     }
@@ -71,8 +71,8 @@ fn btree_vs_lsm_reports_every_kind_reader_count_and_limit() {
     assert!(dir.path().join("x.svg").is_file());
     assert!(dir.path().join("x-writes.svg").is_file());
     assert_eq!(csv_lines(&dir.path().join("summary.csv")).len(), 13);
-    assert!(dir.path().join("db/lsm/CURRENT").is_file());
-    assert!(dir.path().join("db/btree/CURRENT").is_file());
+    assert!(dir.path().join("db/spinney-lsm/CURRENT").is_file());
+    assert!(dir.path().join("db/spinney-btree/CURRENT").is_file());
 }
 
 #[test]

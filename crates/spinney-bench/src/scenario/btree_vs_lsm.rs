@@ -1,15 +1,18 @@
 //! `btree-vs-lsm`: WiredTiger's "Btree vs LSM" (shared/seeds/000), scaled
-//! to one machine. For each table kind, `fillseqbatch` loads the table, then
+//! to one machine. For each engine (spinney's two kinds, or the engines of
+//! `--compare`, such as WiredTiger's own B-tree and LSM beside spinney's,
+//! each then in a child process of its own), `fillseqbatch` loads the table, then
 //! `readwhilewriting` runs 1, 2 and 4 reader threads (random point reads)
 //! beside one writer (random overwrites), first with the writer held to a
 //! rate limit and then unlimited. WiredTiger found the LSM tree sustaining
 //! 1.5–2x the B-tree's inserts and the B-tree serving 1.5–3x the LSM tree's
 //! reads; the summary says, for each configuration, which kind won reads and
-//! writes and by how much.
+//! writes and by how much (with several engines of a kind, its best one).
 //!
 //! Each phase is one `run_benchmarks` call with `use_existing_db` on the
-//! kind's own directory (`lsm/` and `btree/` under `--db`, or under a new
-//! temporary directory), time-boxed so that the run takes a known time.
+//! engine's own directory (`spinney-lsm/`, `wiredtiger-btree/`, ... under
+//! `--db`, or under a new temporary directory), time-boxed so that the run
+//! takes a known time.
 //!
 //! Sizes at `--scale=1` (about a minute on two cores in a release build):
 //! - `ENTRIES_AT_SCALE_1` entries of `--key_size` + `--value_size` bytes
@@ -52,9 +55,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::Summary;
+use super::{Fields, Summary};
 use crate::plot::{self, Bar};
-use crate::{run_benchmarks, BenchError, Benchmark, Config, TableKind};
+use crate::{run_benchmarks, BenchError, Benchmark, Config, Engine, TableKind};
 
 /// Entries loaded into each table at `--scale=1`.
 const ENTRIES_AT_SCALE_1: f64 = 200_000.0;
@@ -77,9 +80,6 @@ const WRITER_LIMIT_DEFAULT: u64 = 20_000;
 /// Reader threads of each phase, as WiredTiger's 1, 4, 16, 32 scaled to two
 /// cores.
 const READERS: [usize; 3] = [1, 2, 4];
-
-/// The kinds, in the order they run and appear.
-const KINDS: [TableKind; 2] = [TableKind::Lsm, TableKind::Btree];
 
 /// Phases shorter than this are too short to compare the kinds (a note
 /// says so).
@@ -124,22 +124,61 @@ impl Plan {
 }
 
 /// One readwhilewriting phase's figures.
-struct Measurement {
-    kind: TableKind,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Measurement {
+    engine: Engine,
     readers: usize,
     /// 0 for none.
     limit: u64,
     writes_per_sec: f64,
     reads_per_sec: f64,
     read_p99_micros: f64,
-    /// Blocks (LSM) or pages (B-tree) each read took from storage.
-    storage_blocks_per_read: f64,
+    /// KiB the process read from storage per read (the same measure for
+    /// every engine: a read served from the cache reads none).
+    storage_kib_per_read: f64,
+    /// The one-minute load average when the engine's run began.
+    load_before: f64,
 }
 
-pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, BenchError> {
+impl Measurement {
+    /// One line of `name=value` fields (a comparison's child reports with it).
+    pub(crate) fn encode(&self) -> String {
+        let mut f = Fields::new();
+        f.put("engine", self.engine.name());
+        f.put("readers", self.readers);
+        f.put("limit", self.limit);
+        f.put("writes_per_sec", self.writes_per_sec);
+        f.put("reads_per_sec", self.reads_per_sec);
+        f.put("read_p99_micros", self.read_p99_micros);
+        f.put("storage_kib_per_read", self.storage_kib_per_read);
+        f.put("load_before", self.load_before);
+        f.line()
+    }
+
+    /// The measurement of a line made by `encode`.
+    pub(crate) fn decode(line: &str) -> Result<Measurement, String> {
+        let f = Fields::parse(line)?;
+        Ok(Measurement {
+            engine: f.engine("engine")?,
+            readers: f.number("readers")?,
+            limit: f.number("limit")?,
+            writes_per_sec: f.number("writes_per_sec")?,
+            reads_per_sec: f.number("reads_per_sec")?,
+            read_p99_micros: f.number("read_p99_micros")?,
+            storage_kib_per_read: f.number("storage_kib_per_read")?,
+            load_before: f.number("load_before")?,
+        })
+    }
+}
+
+/// Runs the phases on each engine of `engines` in this process.
+pub(crate) fn measure(
+    config: &Config,
+    engines: &[Engine],
+    out: &mut dyn Write,
+) -> Result<Vec<Measurement>, BenchError> {
     let plan = Plan::of(config)?;
     let (root, _temp) = crate::bench::root_dir(config)?;
-    let load_start = load_average();
     let print = BenchError::io("print");
     writeln!(
         out,
@@ -152,18 +191,21 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
     .map_err(print)?;
 
     let mut measured = Vec::new();
-    for kind in KINDS {
+    for &engine in engines {
+        let load_before = load_average().unwrap_or(0.0);
         let base = Config {
-            engine: crate::Engine::spinney(kind),
+            engine,
             num: plan.entries,
-            db: Some(root.join(kind.name())),
+            db: Some(root.join(engine.name())),
             reads: None,
             report: None,
             plot: None,
             scenario: None,
+            compare: Vec::new(),
+            results_file: None,
             ..config.clone()
         };
-        writeln!(out, "\n=== {} table ===", kind.name()).map_err(BenchError::io("print"))?;
+        writeln!(out, "\n=== {engine} ===").map_err(BenchError::io("print"))?;
         let fill = Config {
             benchmarks: vec![Benchmark::FillSeqBatch],
             use_existing_db: false,
@@ -190,21 +232,29 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
                         BenchError::Config("readwhilewriting returned no result".into())
                     })?;
                 measured.push(Measurement {
-                    kind,
+                    engine,
                     readers,
                     limit,
                     writes_per_sec: r.writer.map_or(0.0, |w| w.writes_per_sec),
                     reads_per_sec: r.ops_per_sec,
                     read_p99_micros: r.latency.p99_micros,
-                    storage_blocks_per_read: r.read_context.map_or(0.0, |c| c.blocks_from_storage),
+                    storage_kib_per_read: r.resources.storage_bytes_read as f64
+                        / 1024.0
+                        / r.ops.max(1) as f64,
+                    load_before,
                 });
             }
         }
     }
+    Ok(measured)
+}
 
-    let summary = summarise(&plan, &measured, load_start);
+/// The summary of every engine's measurements, and the charts if asked.
+pub(crate) fn finish(config: &Config, measured: &[Measurement]) -> Result<Summary, BenchError> {
+    let plan = Plan::of(config)?;
+    let summary = summarise(&plan, measured);
     if let Some(path) = &config.plot {
-        draw(path, &measured)?;
+        draw(path, measured)?;
     }
     Ok(summary)
 }
@@ -242,12 +292,13 @@ fn per_second(v: f64) -> String {
     format!("{scaled:.decimals$}{unit}/s")
 }
 
-/// Which of two rates is higher, and by how much, in words.
-fn winner(lsm: f64, btree: f64) -> String {
-    let (name, high, low, other) = if lsm >= btree {
-        ("lsm", lsm, btree, "btree")
+/// Which of two rates is higher, and by how much, in words: `lsm` and
+/// `btree` are the names of the two sides.
+fn winner(lsm: (&str, f64), btree: (&str, f64)) -> String {
+    let ((name, high), (other, low)) = if lsm.1 >= btree.1 {
+        (lsm, btree)
     } else {
-        ("btree", btree, lsm, "lsm")
+        (btree, lsm)
     };
     if low <= 0.0 {
         return format!("{name} ({} vs none)", per_second(high));
@@ -260,15 +311,16 @@ fn winner(lsm: f64, btree: f64) -> String {
     )
 }
 
-fn summarise(plan: &Plan, measured: &[Measurement], load_start: Option<f64>) -> Summary {
+fn summarise(plan: &Plan, measured: &[Measurement]) -> Summary {
     let headers = [
+        "engine",
         "kind",
         "readers",
         "writer limit",
         "writes/s",
         "reads/s",
         "read p99 us",
-        "blocks from storage/read",
+        "storage KiB/read",
     ]
     .map(String::from)
     .to_vec();
@@ -276,7 +328,8 @@ fn summarise(plan: &Plan, measured: &[Measurement], load_start: Option<f64>) -> 
         .iter()
         .map(|m| {
             vec![
-                m.kind.name().to_string(),
+                m.engine.name().to_string(),
+                m.engine.kind().name().to_string(),
                 m.readers.to_string(),
                 if m.limit == 0 {
                     "none".to_string()
@@ -286,13 +339,13 @@ fn summarise(plan: &Plan, measured: &[Measurement], load_start: Option<f64>) -> 
                 format!("{:.0}", m.writes_per_sec),
                 format!("{:.0}", m.reads_per_sec),
                 format!("{:.1}", m.read_p99_micros),
-                format!("{:.3}", m.storage_blocks_per_read),
+                format!("{:.3}", m.storage_kib_per_read),
             ]
         })
         .collect();
 
     let mut notes = vec![format!(
-        "{} entries per table, phases of {:.2} s. Which kind won, per configuration:",
+        "{} entries per table, phases of {:.2} s. Which kind won, per configuration (with several engines of a kind, its best one):",
         plan.entries,
         plan.phase.as_secs_f64()
     )];
@@ -302,36 +355,46 @@ fn summarise(plan: &Plan, measured: &[Measurement], load_start: Option<f64>) -> 
     let mut configurations = 0;
     for limit in [plan.limit, 0] {
         for readers in READERS {
-            let find = |kind| {
+            // The best engine of `kind` by `rate` in this configuration.
+            let best = |kind: TableKind, rate: fn(&Measurement) -> f64| {
                 measured
                     .iter()
-                    .find(|m| m.kind == kind && m.readers == readers && m.limit == limit)
+                    .filter(|m| m.engine.kind() == kind && m.readers == readers && m.limit == limit)
+                    .max_by(|a, b| rate(a).total_cmp(&rate(b)))
+                    .map(|m| (m.engine.name(), rate(m)))
             };
-            let (Some(lsm), Some(btree)) = (find(TableKind::Lsm), find(TableKind::Btree)) else {
+            let reads = |m: &Measurement| m.reads_per_sec;
+            let writes = |m: &Measurement| m.writes_per_sec;
+            let (Some(lsm_r), Some(btree_r), Some(lsm_w), Some(btree_w)) = (
+                best(TableKind::Lsm, reads),
+                best(TableKind::Btree, reads),
+                best(TableKind::Lsm, writes),
+                best(TableKind::Btree, writes),
+            ) else {
                 continue;
             };
             configurations += 1;
             let kept_up = |w: f64| limit > 0 && w >= limit as f64 * KEPT_UP_SHARE;
-            let writes = if kept_up(lsm.writes_per_sec) && kept_up(btree.writes_per_sec) {
+            let writes = if kept_up(lsm_w.1) && kept_up(btree_w.1) {
                 both_kept_up += 1;
                 format!(
                     "both kept up with the limit ({} and {})",
-                    per_second(lsm.writes_per_sec),
-                    per_second(btree.writes_per_sec)
+                    per_second(lsm_w.1),
+                    per_second(btree_w.1)
                 )
             } else {
-                if lsm.writes_per_sec > btree.writes_per_sec {
+                if lsm_w.1 > btree_w.1 {
                     lsm_writes += 1;
                 }
-                winner(lsm.writes_per_sec, btree.writes_per_sec)
+                winner(lsm_w, btree_w)
             };
-            if btree.reads_per_sec > lsm.reads_per_sec {
+            if btree_r.1 > lsm_r.1 {
                 btree_reads += 1;
             }
             notes.push(format!(
                 "  {}: reads {}; writes {}",
                 configuration(readers, limit),
-                winner(lsm.reads_per_sec, btree.reads_per_sec),
+                winner(lsm_r, btree_r),
                 writes
             ));
         }
@@ -346,10 +409,21 @@ fn summarise(plan: &Plan, measured: &[Measurement], load_start: Option<f64>) -> 
             NOISY_PHASE.as_secs()
         ));
     }
+    let mut engines: Vec<Engine> = Vec::new();
+    for m in measured {
+        if !engines.contains(&m.engine) {
+            engines.push(m.engine);
+        }
+    }
+    let loads: Vec<String> = engines
+        .iter()
+        .filter_map(|e| measured.iter().find(|m| m.engine == *e))
+        .map(|m| format!("{} {:.2}", m.engine, m.load_before))
+        .collect();
     notes.push(format!(
-        "Machine: {} CPUs, load average {} before the run and {} after it; readers and the writer share these CPUs with whatever else runs.",
+        "Machine: {} CPUs, load average before each engine's run: {}, and {} at the end; readers and the writer share these CPUs with whatever else runs.",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_text(load_start),
+        loads.join(", "),
         load_text(load_average())
     ));
     Summary {
@@ -386,14 +460,14 @@ fn writes_chart_path(path: &Path) -> PathBuf {
 }
 
 /// Draws reads/s into `path` and writes/s beside it, grouped by
-/// configuration, one series per kind.
+/// configuration, one series per engine.
 fn draw(path: &Path, measured: &[Measurement]) -> Result<(), BenchError> {
     let bars = |value: &dyn Fn(&Measurement) -> f64| -> Vec<Bar> {
         measured
             .iter()
             .map(|m| Bar {
                 group: short_configuration(m.readers, m.limit),
-                series: m.kind.name().to_string(),
+                series: m.engine.name().to_string(),
                 value: value(m),
             })
             .collect()
@@ -447,12 +521,18 @@ mod tests {
     #[test]
     fn winner_names_the_higher_rate_and_the_ratio() {
         // Goal: the notes' comparison words, including a zero rate.
-        assert_eq!(winner(200.0, 100.0), "lsm 2.00x btree (200/s vs 100/s)");
         assert_eq!(
-            winner(10_000.0, 25_000.0),
+            winner(("spinney-lsm", 200.0), ("lmdb", 100.0)),
+            "spinney-lsm 2.00x lmdb (200/s vs 100/s)"
+        );
+        assert_eq!(
+            winner(("lsm", 10_000.0), ("btree", 25_000.0)),
             "btree 2.50x lsm (25.0k/s vs 10.0k/s)"
         );
-        assert_eq!(winner(0.0, 5.0), "btree (5.00/s vs none)");
+        assert_eq!(
+            winner(("lsm", 0.0), ("btree", 5.0)),
+            "btree (5.00/s vs none)"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::{BenchError, Config};
+use crate::{BenchError, Config, Engine};
 
 /// A lab scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,25 +149,164 @@ pub(crate) fn database_dir(
     Ok((dir, temp))
 }
 
-/// Runs `scenario` sized by `config.scale`, prints its summary, and writes
-/// the CSV and chart `config` asks for.
+/// The engines a scenario runs: those `--compare` names; in a comparison's
+/// child, its one engine; otherwise spinney's two kinds, or the one peer
+/// `--engine` names.
+pub(crate) fn engines(config: &Config) -> Vec<Engine> {
+    if !config.compare.is_empty() {
+        return config.compare.clone();
+    }
+    if config.results_file.is_some() || !config.engine.is_spinney() {
+        return vec![config.engine];
+    }
+    vec![Engine::SpinneyLsm, Engine::SpinneyBtree]
+}
+
+/// What a scenario measured, in this process or gathered from children.
+enum Measured {
+    BtreeVsLsm(Vec<btree_vs_lsm::Measurement>),
+}
+
+impl Measured {
+    fn lines(&self) -> Vec<String> {
+        match self {
+            Measured::BtreeVsLsm(m) => m.iter().map(btree_vs_lsm::Measurement::encode).collect(),
+        }
+    }
+
+    fn summary(&self, config: &Config) -> Result<Summary, BenchError> {
+        match self {
+            Measured::BtreeVsLsm(m) => btree_vs_lsm::finish(config, m),
+        }
+    }
+}
+
+/// Refuses a scenario that runs on spinney alone when a peer is asked for.
+fn spinney_only(scenario: Scenario, engines: &[Engine]) -> Result<(), BenchError> {
+    match engines.iter().find(|e| !e.is_spinney()) {
+        Some(peer) => Err(BenchError::Config(format!(
+            "the {} scenario runs on spinney's tables only, not on {peer}",
+            scenario.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// One seed for the whole scenario, drawn here when --seed is 0, so that
+/// every engine and phase of it (and every child of a comparison) works on
+/// the same keys.
+fn with_seed(config: &Config) -> Config {
+    Config {
+        seed: config.resolve_seed(),
+        ..config.clone()
+    }
+}
+
+/// Runs `scenario` in this process, sized by `config.scale`, on the
+/// engines `engines` picks; prints its summary, and writes the CSV and
+/// chart `config` asks for. A comparison's child (`--results_file`) writes
+/// its measurements there for its parent and prints no summary.
 pub fn run(
     scenario: Scenario,
     config: &Config,
     out: &mut dyn Write,
 ) -> Result<Summary, BenchError> {
-    // One seed for the whole scenario, drawn here when --seed is 0, so that
-    // every engine and phase of it works on the same keys.
-    let config = &Config {
-        seed: config.resolve_seed(),
-        ..config.clone()
+    let config = &with_seed(config);
+    let engines = engines(config);
+    let measured = match scenario {
+        Scenario::BtreeVsLsm => Measured::BtreeVsLsm(btree_vs_lsm::measure(config, &engines, out)?),
+        Scenario::LsmShape => {
+            spinney_only(scenario, &engines)?;
+            return publish(config, lsm_shape::run(config, out)?, out);
+        }
+        Scenario::Iibench => {
+            spinney_only(scenario, &engines)?;
+            return publish(config, iibench::run(config, out)?, out);
+        }
+        Scenario::LsmBuffers => {
+            spinney_only(scenario, &engines)?;
+            return publish(config, lsm_buffers::run(config, out)?, out);
+        }
     };
-    let mut summary = match scenario {
-        Scenario::BtreeVsLsm => btree_vs_lsm::run(config, out)?,
-        Scenario::LsmShape => lsm_shape::run(config, out)?,
-        Scenario::Iibench => iibench::run(config, out)?,
-        Scenario::LsmBuffers => lsm_buffers::run(config, out)?,
+    if let Some(path) = &config.results_file {
+        let mut text = measured.lines().join("\n");
+        text.push('\n');
+        std::fs::write(path, text).map_err(BenchError::io(format!("write {}", path.display())))?;
+        return measured.summary(config);
+    }
+    publish(config, measured.summary(config)?, out)
+}
+
+/// Runs `scenario` on each engine of `config.compare` in a child process
+/// started from `exe` (this program), one after the other, and prints the
+/// summary of them all.
+pub fn run_in_children(
+    scenario: Scenario,
+    config: &Config,
+    exe: &Path,
+    out: &mut dyn Write,
+) -> Result<Summary, BenchError> {
+    config.validate().map_err(BenchError::Config)?;
+    if scenario != Scenario::BtreeVsLsm {
+        spinney_only(scenario, &config.compare)?;
+        return run(scenario, config, out);
+    }
+    let config = &with_seed(config);
+    let results = tempfile::Builder::new()
+        .prefix("spinney-bench-results-")
+        .tempdir()
+        .map_err(BenchError::io("create a temporary directory"))?;
+    let mut lines = Vec::new();
+    for &engine in &config.compare {
+        let file = results.path().join(engine.name());
+        let child = Config {
+            engine,
+            scenario: Some(scenario),
+            compare: Vec::new(),
+            results_file: Some(file.clone()),
+            report: None,
+            plot: None,
+            ..config.clone()
+        };
+        writeln!(
+            out,
+            "\n=== {}: {engine}, in a process of its own ===",
+            scenario.name()
+        )
+        .map_err(BenchError::io("print"))?;
+        crate::compare::run_child(exe, &child, out)?;
+        let text = std::fs::read_to_string(&file)
+            .map_err(BenchError::io(format!("read {}", file.display())))?;
+        lines.extend(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from),
+        );
+    }
+    let measured = match scenario {
+        Scenario::BtreeVsLsm => Measured::BtreeVsLsm(
+            lines
+                .iter()
+                .map(|l| btree_vs_lsm::Measurement::decode(l))
+                .collect::<Result<_, _>>()
+                .map_err(BenchError::Child)?,
+        ),
+        _ => {
+            return Err(BenchError::Config(format!(
+                "{} runs in this process",
+                scenario.name()
+            )))
+        }
     };
+    publish(config, measured.summary(config)?, out)
+}
+
+/// Adds the seed to the notes, prints the summary and writes its CSV.
+fn publish(
+    config: &Config,
+    mut summary: Summary,
+    out: &mut dyn Write,
+) -> Result<Summary, BenchError> {
     summary.notes.push(format!(
         "Seed {} (--seed={} reproduces the keys).",
         config.seed, config.seed
@@ -179,4 +318,59 @@ pub fn run(
         summary.write_csv(path)?;
     }
     Ok(summary)
+}
+
+/// A record of `name=value` fields on one line: what a comparison's child
+/// hands its parent. Values hold no spaces.
+#[derive(Debug, Default)]
+pub(crate) struct Fields {
+    fields: Vec<(String, String)>,
+}
+
+impl Fields {
+    pub fn new() -> Fields {
+        Fields::default()
+    }
+
+    pub fn put(&mut self, name: &str, value: impl std::fmt::Display) {
+        self.fields.push((name.to_string(), value.to_string()));
+    }
+
+    pub fn line(&self) -> String {
+        self.fields
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    pub fn parse(line: &str) -> Result<Fields, String> {
+        let mut fields = Fields::new();
+        for field in line.split_whitespace() {
+            let (name, value) = field
+                .split_once('=')
+                .ok_or_else(|| format!("'{field}' is not name=value"))?;
+            fields.put(name, value);
+        }
+        Ok(fields)
+    }
+
+    fn text(&self, name: &str) -> Result<&str, String> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .ok_or_else(|| format!("no field '{name}'"))
+    }
+
+    pub fn number<T: std::str::FromStr>(&self, name: &str) -> Result<T, String> {
+        let text = self.text(name)?;
+        text.parse()
+            .map_err(|_| format!("field '{name}' = '{text}' is not a number of its kind"))
+    }
+
+    pub fn engine(&self, name: &str) -> Result<Engine, String> {
+        let text = self.text(name)?;
+        Engine::from_name(text).ok_or_else(|| format!("unknown engine '{text}'"))
+    }
 }
