@@ -100,19 +100,19 @@ fn iibench_reports_every_kind_cache_and_interval_and_keeps_consistent_indexes() 
     assert!(summary
         .notes
         .iter()
-        .any(|n| n.starts_with("Final docs/s (lsm")));
+        .any(|n| n.starts_with("Final docs/s (spinney-lsm)")));
     assert!(summary
         .notes
         .iter()
-        .any(|n| n.starts_with("Final docs/s (btree")));
-    assert!(out.contains("iibench: btree cache small"), "{out}");
+        .any(|n| n.starts_with("Final docs/s (spinney-btree)")));
+    assert!(out.contains("iibench: spinney-btree    cache small"), "{out}");
 
     for kind in ["lsm", "btree"] {
         for cache in ["small", "medium", "large"] {
             let db = dir
                 .path()
                 .join("db/iibench")
-                .join(format!("{kind}-{cache}"));
+                .join(format!("spinney-{kind}-{cache}"));
             let documents = entries(&db, "documents");
             assert_eq!(documents.len() as u64, docs_total, "{kind}-{cache}");
             // Primary keys are the ids 0..N, zero-padded to 16 digits.
@@ -244,7 +244,7 @@ fn scenarios_refuse_what_they_cannot_do_without_touching_files() {
         assert_eq!(err.exit_code(), 2);
     }
     for (scenario, sub) in [
-        (Scenario::Iibench, "db/iibench/lsm-small"),
+        (Scenario::Iibench, "db/iibench/spinney-lsm-small"),
         (Scenario::LsmBuffers, "db/lsm-buffers/single-small"),
     ] {
         let foreign = dir.path().join(sub);

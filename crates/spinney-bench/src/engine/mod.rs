@@ -313,6 +313,13 @@ pub(crate) trait Store: Send + Sync {
         ShapeCounts::default()
     }
 
+    /// Bytes on disk of the tables `tables`, where the engine keeps them
+    /// apart (`None` where it does not say).
+    fn table_bytes(&self, tables: &[usize]) -> Option<u64> {
+        let _ = tables;
+        None
+    }
+
     /// The engine's own I/O counters, if it keeps them.
     fn io_counters(&self) -> Option<IoCounters> {
         None

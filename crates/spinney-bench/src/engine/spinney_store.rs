@@ -108,6 +108,28 @@ impl Store for SpinneyStore {
         }
     }
 
+    /// A B-tree's pages in use (its file's pages less the free ones, which
+    /// copy-on-write checkpoints leave behind: the pages that compete for
+    /// the cache), an LSM table's SSTs.
+    fn table_bytes(&self, tables: &[usize]) -> Option<u64> {
+        let names: Vec<&str> = tables
+            .iter()
+            .filter_map(|&t| self.tables.get(t).map(Table::name))
+            .collect();
+        Some(
+            self.db
+                .stats()
+                .tables
+                .iter()
+                .filter(|t| names.contains(&t.name.as_str()))
+                .map(|t| match &t.btree {
+                    Some(b) => b.file_pages.saturating_sub(b.free_pages) * b.page_size,
+                    None => t.levels.iter().map(|l| l.bytes).sum(),
+                })
+                .sum(),
+        )
+    }
+
     fn io_counters(&self) -> Option<IoCounters> {
         Some(IoCounters::of(&self.db))
     }

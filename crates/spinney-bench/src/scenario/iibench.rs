@@ -1,9 +1,11 @@
 //! iibench: documents inserted in primary-key order into a primary table
 //! with three secondary indexes, on LSM tables and on B-tree tables, at
 //! three cache sizes (Mark Callaghan's "iibench on MongoDB" post, in
-//! `shared/seeds/`, 003).
+//! `shared/seeds/`, 003). The engines are spinney's two kinds, or those of
+//! `--compare` (the post's own WiredTiger B-tree and LSM beside spinney's,
+//! each then in a child process of its own).
 //!
-//! Each run opens a fresh database holding four tables of one kind:
+//! Each run opens a fresh database of one engine holding four tables:
 //! `documents` (the primary table) and the indexes `by_price`,
 //! `by_customer` and `by_register`. A document has an increasing id, its
 //! primary key (16 zero-padded decimal digits), and three random
@@ -22,7 +24,7 @@
 //! ```
 //!
 //! The primary table grows at its right edge; each index takes its keys at
-//! random places. Every 1,000 documents are one atomic `WriteBatch` of
+//! random places. Every 1,000 documents are one atomic batch of
 //! 4,000 entries (iibench's 1,000 documents per insert request; fewer at
 //! tiny scales, where an interval holds fewer documents). Every run inserts
 //! the same documents (drawn from `Config::seed`).
@@ -33,26 +35,30 @@
 //! per 1,000 documents, the engine's KB written, KB read and read requests,
 //! and the whole process's CPU microseconds and context switches (the
 //! post's io.kBw, io.kBr, io.r, vm.us+sy and vm.cs), plus the size of the
-//! three indexes at the interval's end (a B-tree's pages in use, an LSM
-//! table's SSTs).
+//! three indexes at the interval's end where the engine tells them apart
+//! (spinney: a B-tree's pages in use, an LSM table's SSTs; WiredTiger: the
+//! tables' files) and the whole database directory's. For spinney the I/O
+//! figures are its own counters; for a peer, the process's (see
+//! `measure`).
 //!
-//! The notes say whether each kind degrades at the small cache: a kind
-//! whose whole-run rate there is below 80% of its rate at the large cache
-//! is cache-bound if it also reads clearly more per document (more than
-//! twice, plus 10 KB per 1,000 documents), and otherwise slowed by
+//! The notes say whether each engine degrades at the small cache: an
+//! engine whose whole-run rate there is below 80% of its rate at the large
+//! cache is cache-bound if it also reads clearly more per document (more
+//! than twice, plus 10 KB per 1,000 documents), and otherwise slowed by
 //! something else (on a shared two-core machine, usually other work).
 //!
 //! The three caches are fractions of the indexes' final size in a B-tree
 //! (`INDEX_BYTES_PER_DOC`, measured): an eighth (the indexes outgrow it by
 //! the second interval), a half (they outgrow it halfway through) and one
 //! and a half times the whole database (everything stays in memory). The
-//! scenario fixes the table kind, the cache size and the key layout; the
+//! scenario fixes the engines, the cache size and the key layout; the
 //! other flags (`--value_size`, `--compression_type`, `--page_size`,
 //! `--write_buffer_size`, `--bloom_bits`, `--compaction_style`,
 //! `--background_threads`, `--sync`/`--disable_wal`, `--seed`) apply.
 //!
-//! With `--db=DIR`, run `<kind>-<cache>` (for instance `btree-small`) keeps
-//! its database in `DIR/iibench/btree-small`; without it each run's
+//! With `--db=DIR`, run `<engine>-<cache>` (for instance
+//! `spinney-btree-small`) keeps its database in
+//! `DIR/iibench/spinney-btree-small`; without it each run's
 //! database is a temporary directory removed when the run ends.
 //!
 //! Thread-safety: runs in the caller's thread; the engine's background
@@ -64,15 +70,14 @@ use std::time::Instant;
 
 use rand::rngs::SmallRng;
 use rand::Rng;
-use spinney::{Db, TableKind, WriteBatch};
+use spinney::TableKind;
 
-use super::Summary;
-use crate::bench::setup_error;
-use crate::engine::IoCounters;
+use super::{Fields, Summary};
+use crate::engine::{self, Batch, TableSpec};
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
-use crate::measure::{Amplification, Resources};
+use crate::measure::{dir_size, Amplification, Resources};
 use crate::plot;
-use crate::{BenchError, Config};
+use crate::{BenchError, Config, Engine};
 
 /// Documents inserted by each run at scale 1: sized so that the six runs
 /// take about a minute on two cores.
@@ -125,11 +130,14 @@ const CACHE_BYTES_MIN: u64 = 256 << 10;
 
 /// A cache of a run: its name, and how its size follows from the
 /// documents.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct CacheChoice {
     label: &'static str,
     bytes: u64,
 }
+
+/// The cache labels, smallest first.
+const CACHE_LABELS: [&str; 3] = ["small", "medium", "large"];
 
 /// The three caches for `docs` documents of `value_size` bytes.
 fn caches(docs: u64, value_size: usize) -> [CacheChoice; 3] {
@@ -230,35 +238,117 @@ fn index_keys(doc: &Document, id: &[u8], keys: &mut [Vec<u8>; 3]) {
 }
 
 /// The figures of one interval.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct IntervalFigures {
     /// Documents inserted from the run's start to the interval's end.
     docs: u64,
     docs_per_sec: f64,
     amplification: Amplification,
-    /// Bytes of the three indexes on disk at the interval's end.
-    index_bytes: u64,
+    /// Bytes of the three indexes on disk at the interval's end, where the
+    /// engine tells its tables apart.
+    index_bytes: Option<u64>,
+    /// Bytes of the whole database directory at the interval's end.
+    db_bytes: u64,
 }
 
-/// One run: one kind at one cache size.
-#[derive(Debug, Clone)]
-struct Run {
-    kind: TableKind,
+/// One run: one engine at one cache size.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Run {
+    engine: Engine,
     cache: CacheChoice,
     intervals: Vec<IntervalFigures>,
     seconds: f64,
-    /// Bytes of the primary table on disk at the end.
-    primary_bytes: u64,
+    /// Bytes of the primary table on disk at the end, where the engine
+    /// tells its tables apart.
+    primary_bytes: Option<u64>,
 }
 
 impl Run {
     fn name(&self) -> String {
         format!(
             "{} {} ({})",
-            self.kind.name(),
+            self.engine.name(),
             self.cache.label,
             mib(self.cache.bytes)
         )
+    }
+
+    fn kind(&self) -> TableKind {
+        self.engine.kind()
+    }
+
+    /// Lines of `name=value` fields (a comparison's child reports with
+    /// them): one for the run, then one per interval.
+    pub(crate) fn encode(&self) -> Vec<String> {
+        let mut head = Fields::new();
+        head.put("engine", self.engine.name());
+        head.put("cache", self.cache.label);
+        head.put("cache_bytes", self.cache.bytes);
+        head.put("seconds", self.seconds);
+        head.put("primary_bytes", optional(self.primary_bytes));
+        head.put("intervals", self.intervals.len());
+        let mut lines = vec![head.line()];
+        for i in &self.intervals {
+            let a = &i.amplification;
+            let mut f = Fields::new();
+            f.put("docs", i.docs);
+            f.put("docs_per_sec", i.docs_per_sec);
+            f.put("kb_written", a.kb_written);
+            f.put("kb_read", a.kb_read);
+            f.put("read_requests", a.read_requests);
+            f.put("syncs", optional(a.syncs));
+            f.put("cpu_micros", a.cpu_micros);
+            f.put("context_switches", a.context_switches);
+            f.put("index_bytes", optional(i.index_bytes));
+            f.put("db_bytes", i.db_bytes);
+            lines.push(f.line());
+        }
+        lines
+    }
+
+    /// The runs of lines made by `encode`.
+    pub(crate) fn decode(lines: &[String]) -> Result<Vec<Run>, String> {
+        let mut runs = Vec::new();
+        let mut rest = lines.iter();
+        while let Some(head) = rest.next() {
+            let f = Fields::parse(head)?;
+            let label: String = f.number("cache")?;
+            let label = CACHE_LABELS
+                .into_iter()
+                .find(|l| *l == label)
+                .ok_or_else(|| format!("unknown cache '{label}'"))?;
+            let count: usize = f.number("intervals")?;
+            let mut intervals = Vec::with_capacity(count);
+            for _ in 0..count {
+                let line = rest.next().ok_or("a run's intervals are cut short")?;
+                let i = Fields::parse(line)?;
+                intervals.push(IntervalFigures {
+                    docs: i.number("docs")?,
+                    docs_per_sec: i.number("docs_per_sec")?,
+                    amplification: Amplification {
+                        kb_written: i.number("kb_written")?,
+                        kb_read: i.number("kb_read")?,
+                        read_requests: i.number("read_requests")?,
+                        syncs: parse_optional(&i, "syncs")?,
+                        cpu_micros: i.number("cpu_micros")?,
+                        context_switches: i.number("context_switches")?,
+                    },
+                    index_bytes: parse_optional(&i, "index_bytes")?,
+                    db_bytes: i.number("db_bytes")?,
+                });
+            }
+            runs.push(Run {
+                engine: f.engine("engine")?,
+                cache: CacheChoice {
+                    label,
+                    bytes: f.number("cache_bytes")?,
+                },
+                intervals,
+                seconds: f.number("seconds")?,
+                primary_bytes: parse_optional(&f, "primary_bytes")?,
+            });
+        }
+        Ok(runs)
     }
 
     /// Documents per second over the whole run.
@@ -275,8 +365,12 @@ impl Run {
         self.intervals.last().map_or(0.0, |i| i.docs_per_sec)
     }
 
-    fn final_index_bytes(&self) -> u64 {
-        self.intervals.last().map_or(0, |i| i.index_bytes)
+    fn final_index_bytes(&self) -> Option<u64> {
+        self.intervals.last().and_then(|i| i.index_bytes)
+    }
+
+    fn final_db_bytes(&self) -> u64 {
+        self.intervals.last().map_or(0, |i| i.db_bytes)
     }
 
     /// The mean of a figure over the last three intervals, where the
@@ -307,7 +401,25 @@ fn mib(bytes: u64) -> String {
     format!("{} MiB", mib_number(bytes))
 }
 
-pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, BenchError> {
+/// A value that may be missing, for a record: "-" for none.
+fn optional(v: Option<impl std::fmt::Display>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+fn parse_optional<T: std::str::FromStr>(f: &Fields, name: &str) -> Result<Option<T>, String> {
+    let text: String = f.number(name)?;
+    if text == "-" {
+        return Ok(None);
+    }
+    f.number(name).map(Some)
+}
+
+/// Runs every engine of `engines` at the three caches in this process.
+pub(crate) fn measure(
+    config: &Config,
+    engines: &[Engine],
+    out: &mut dyn Write,
+) -> Result<Vec<Run>, BenchError> {
     config.validate().map_err(BenchError::Config)?;
     if config.use_existing_db {
         return Err(BenchError::Config(
@@ -330,62 +442,63 @@ pub(crate) fn run(config: &Config, out: &mut dyn Write) -> Result<Summary, Bench
     )
     .map_err(print)?;
     let mut runs = Vec::new();
-    for kind in [TableKind::Lsm, TableKind::Btree] {
+    for &engine in engines {
         for cache in caches {
-            let run = run_one(config, sizes, kind, cache, out)?;
+            let run = run_one(config, sizes, engine, cache, out)?;
             writeln!(
                 out,
-                "iibench: {:<5} cache {:<7} {:>9} docs in {:>6.1} s, last interval {:>8.0} docs/s, indexes {}, documents {}",
-                kind.name(),
+                "iibench: {:<16} cache {:<7} {:>9} docs in {:>6.1} s, last interval {:>8.0} docs/s, indexes {}, documents {}, database {}",
+                engine.name(),
                 cache.label,
                 docs,
                 run.seconds,
                 run.final_rate(),
-                mib(run.final_index_bytes()),
-                mib(run.primary_bytes)
+                run.final_index_bytes().map_or("-".to_string(), mib),
+                run.primary_bytes.map_or("-".to_string(), mib),
+                mib(run.final_db_bytes())
             )
             .map_err(BenchError::io("print"))?;
             runs.push(run);
         }
     }
-    if let Some(path) = &config.plot {
-        draw(path, &runs)?;
-    }
-    Ok(summary(sizes, &caches, &runs))
+    Ok(runs)
 }
 
-/// Inserts the documents into a fresh database of `kind` tables with
-/// `cache`, measuring each interval.
+/// The summary of every engine's runs, and the chart if asked.
+pub(crate) fn finish(config: &Config, runs: &[Run]) -> Result<Summary, BenchError> {
+    let sizes = Sizes::of(config.scale);
+    let caches = caches(sizes.docs(), config.value_size);
+    if let Some(path) = &config.plot {
+        draw(path, runs)?;
+    }
+    Ok(summary(sizes, &caches, runs))
+}
+
+/// Inserts the documents into a fresh database of `engine` with `cache`,
+/// measuring each interval.
 fn run_one(
     config: &Config,
     sizes: Sizes,
-    kind: TableKind,
+    engine: Engine,
     cache: CacheChoice,
     out: &mut dyn Write,
 ) -> Result<Run, BenchError> {
-    let name = format!("{}-{}", kind.name(), cache.label);
+    let name = format!("{}-{}", engine.name(), cache.label);
     let (dir, _temp) = super::database_dir(config, "iibench", &name)?;
-    let options = spinney::Options {
+    let run_config = Config {
+        engine,
         cache_size: cache.bytes,
-        ..config.db_options()
+        ..config.clone()
     };
-    let db = Db::open(&dir, options).map_err(|e| setup_error("open the database", e))?;
-    let mut table_options = config.table_options();
-    table_options.kind = kind;
-    let primary = db
-        .create_table(PRIMARY, table_options.clone())
-        .map_err(|e| setup_error("create the primary table", e))?;
-    let mut indexes = Vec::with_capacity(INDEXES.len());
-    for name in INDEXES {
-        indexes.push(
-            db.create_table(name, table_options.clone())
-                .map_err(|e| setup_error("create an index table", e))?,
-        );
-    }
+    let tables: Vec<TableSpec> = std::iter::once(PRIMARY)
+        .chain(INDEXES)
+        .map(TableSpec::named)
+        .collect();
+    let store = engine::open(engine, &run_config, &dir, &tables)?;
     writeln!(
         out,
-        "iibench: {:<5} cache {:<7} ({}) loading...",
-        kind.name(),
+        "iibench: {:<16} cache {:<7} ({}) loading...",
+        engine.name(),
         cache.label,
         mib(cache.bytes)
     )
@@ -399,14 +512,18 @@ fn run_one(
     let mut index_bufs: [Vec<u8>; 3] = Default::default();
     let mut next_id = 0u64;
     let mut intervals = Vec::with_capacity(INTERVALS as usize);
+    let mut session = store
+        .session()
+        .map_err(BenchError::engine("open a session"))?;
+    let mut batch = Batch::new();
     let run_start = Instant::now();
     for _ in 0..INTERVALS {
-        let before = Resources::now(Some(IoCounters::of(&db)));
+        let before = Resources::now(store.io_counters());
         let start = Instant::now();
         let mut left = sizes.interval_docs;
         while left > 0 {
             let n = left.min(sizes.batch_docs);
-            let mut batch = WriteBatch::new();
+            batch.clear();
             for _ in 0..n {
                 let doc = Document::random(&mut rng);
                 ids.write(next_id, &mut id_buf);
@@ -418,18 +535,19 @@ fn run_one(
                 value.extend_from_slice(
                     values.next(config.value_size.saturating_sub(ATTRIBUTE_BYTES)),
                 );
-                batch.put(&primary, &id_buf, &value);
+                batch.put(0, &id_buf, &value);
                 index_keys(&doc, &id_buf, &mut index_bufs);
-                for (table, key) in indexes.iter().zip(&index_bufs) {
-                    batch.put(table, key, &[]);
+                for (table, key) in index_bufs.iter().enumerate() {
+                    batch.put(table + 1, key, &[]);
                 }
             }
-            db.write(batch)
+            session
+                .write(&batch)
                 .map_err(BenchError::engine("insert a batch of documents"))?;
             left -= n;
         }
         let seconds = start.elapsed().as_secs_f64();
-        let used = Resources::now(Some(IoCounters::of(&db))).since(&before);
+        let used = Resources::now(store.io_counters()).since(&before);
         intervals.push(IntervalFigures {
             docs: next_id,
             docs_per_sec: if seconds > 0.0 {
@@ -438,42 +556,23 @@ fn run_one(
                 0.0
             },
             amplification: used.per_thousand(sizes.interval_docs),
-            index_bytes: index_bytes(&db),
+            index_bytes: store.table_bytes(&[1, 2, 3]),
+            db_bytes: dir_size(&dir),
         });
     }
     let seconds = run_start.elapsed().as_secs_f64();
-    let primary_bytes = table_bytes(&db, &[PRIMARY]);
-    drop(primary);
-    drop(indexes);
-    db.close()
+    let primary_bytes = store.table_bytes(&[0]);
+    drop(session);
+    store
+        .close()
         .map_err(BenchError::engine("close the database"))?;
     Ok(Run {
-        kind,
+        engine,
         cache,
         intervals,
         seconds,
         primary_bytes,
     })
-}
-
-/// Bytes of the three index tables: see `table_bytes`.
-fn index_bytes(db: &Db) -> u64 {
-    table_bytes(db, &INDEXES)
-}
-
-/// Bytes of the tables `names`: a B-tree's pages in use (its file's pages
-/// less the free ones, which copy-on-write checkpoints leave behind: the
-/// pages that compete for the cache), an LSM table's SSTs.
-fn table_bytes(db: &Db, names: &[&str]) -> u64 {
-    db.stats()
-        .tables
-        .iter()
-        .filter(|t| names.contains(&t.name.as_str()))
-        .map(|t| match &t.btree {
-            Some(b) => b.file_pages.saturating_sub(b.free_pages) * b.page_size,
-            None => t.levels.iter().map(|l| l.bytes).sum(),
-        })
-        .sum()
 }
 
 fn draw(path: &Path, runs: &[Run]) -> Result<(), BenchError> {
@@ -500,6 +599,7 @@ fn draw(path: &Path, runs: &[Run]) -> Result<(), BenchError> {
 
 fn summary(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Summary {
     let headers = [
+        "engine",
         "kind",
         "cache_mib",
         "docs",
@@ -510,6 +610,7 @@ fn summary(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Summary {
         "cpu_us_per_1k",
         "cs_per_1k",
         "index_mib",
+        "db_mib",
     ]
     .map(String::from)
     .to_vec();
@@ -518,7 +619,8 @@ fn summary(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Summary {
         for i in &run.intervals {
             let a = &i.amplification;
             rows.push(vec![
-                run.kind.name().to_string(),
+                run.engine.name().to_string(),
+                run.kind().name().to_string(),
                 mib_number(run.cache.bytes),
                 i.docs.to_string(),
                 format!("{:.0}", i.docs_per_sec),
@@ -527,7 +629,8 @@ fn summary(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Summary {
                 format!("{:.2}", a.read_requests),
                 format!("{:.0}", a.cpu_micros),
                 format!("{:.1}", a.context_switches),
-                mib_number(i.index_bytes),
+                i.index_bytes.map_or("-".to_string(), mib_number),
+                mib_number(i.db_bytes),
             ]);
         }
     }
@@ -569,10 +672,10 @@ fn notes(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Vec<String> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    for kind in [TableKind::Lsm, TableKind::Btree] {
+    for engine in engines_of(runs) {
         let finals: Vec<String> = runs
             .iter()
-            .filter(|r| r.kind == kind)
+            .filter(|r| r.engine == engine)
             .map(|r| {
                 format!(
                     "{} {:.0} ({:.0})",
@@ -583,8 +686,7 @@ fn notes(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Vec<String> {
             })
             .collect();
         notes.push(format!(
-            "Final docs/s ({}) by cache, last interval (whole run): {}.",
-            kind.name(),
+            "Final docs/s ({engine}) by cache, last interval (whole run): {}.",
             finals.join(", ")
         ));
     }
@@ -604,19 +706,30 @@ enum Sensitivity {
     SlowerWithoutReads,
 }
 
-/// Whether each kind slows down at the small cache against the large one,
-/// in words, with the figures that show why. Rates are whole runs'
+/// The engines of `runs`, in the order they ran.
+fn engines_of(runs: &[Run]) -> Vec<Engine> {
+    let mut engines = Vec::new();
+    for r in runs {
+        if !engines.contains(&r.engine) {
+            engines.push(r.engine);
+        }
+    }
+    engines
+}
+
+/// Whether each engine slows down at the small cache against the large
+/// one, in words, with the figures that show why. Rates are whole runs'
 /// (documents over seconds), steadier than any one interval's; reads are
 /// the last three intervals', where the indexes are largest.
 fn verdict(runs: &[Run]) -> Vec<String> {
-    let find = |kind: TableKind, label: &str| {
+    let find = |engine: Engine, label: &str| {
         runs.iter()
-            .find(|r| r.kind == kind && r.cache.label == label)
+            .find(|r| r.engine == engine && r.cache.label == label)
     };
     let mut lines = Vec::new();
-    let mut sensitivity: [Option<Sensitivity>; 2] = [None; 2];
-    for (k, kind) in [TableKind::Lsm, TableKind::Btree].into_iter().enumerate() {
-        let (Some(small), Some(large)) = (find(kind, "small"), find(kind, "large")) else {
+    let mut sensitivity: Vec<(Engine, Sensitivity)> = Vec::new();
+    for engine in engines_of(runs) {
+        let (Some(small), Some(large)) = (find(engine, "small"), find(engine, "large")) else {
             continue;
         };
         let (rate_small, rate_large) = (small.mean_rate(), large.mean_rate());
@@ -634,14 +747,12 @@ fn verdict(runs: &[Run]) -> Vec<String> {
         } else {
             Sensitivity::SlowerWithoutReads
         };
-        if let Some(slot) = sensitivity.get_mut(k) {
-            *slot = Some(s);
-        }
+        sensitivity.push((engine, s));
         lines.push(format!(
             "{}: at the small cache the run goes at {:.0}% of the large cache's rate \
              ({:.0} vs {:.0} docs/s over the run); in the last three intervals it reads {:.1} vs {:.1} KB \
              in {:.2} vs {:.2} requests and writes {:.1} vs {:.1} KB per 1k docs; indexes {} against a cache of {}.",
-            kind.name(),
+            engine.name(),
             ratio * 100.0,
             rate_small,
             rate_large,
@@ -651,14 +762,54 @@ fn verdict(runs: &[Run]) -> Vec<String> {
             large.late_mean(|i| i.amplification.read_requests),
             small.late_mean(|i| i.amplification.kb_written),
             large.late_mean(|i| i.amplification.kb_written),
-            mib(small.final_index_bytes()),
+            small
+                .final_index_bytes()
+                .map_or_else(|| format!("(database {})", mib(small.final_db_bytes())), mib),
             mib(small.cache.bytes),
         ));
     }
-    if let (Some(lsm), Some(btree)) = (
-        find(TableKind::Lsm, "large"),
-        find(TableKind::Btree, "large"),
-    ) {
+    let of_kind = |kind: TableKind| -> Vec<(Engine, Sensitivity)> {
+        sensitivity
+            .iter()
+            .copied()
+            .filter(|(e, _)| e.kind() == kind)
+            .collect()
+    };
+    let (lsms, btrees) = (of_kind(TableKind::Lsm), of_kind(TableKind::Btree));
+    let (&[(lsm_engine, lsm)], &[(btree_engine, btree)]) = (lsms.as_slice(), btrees.as_slice())
+    else {
+        // Several engines of a kind: a line per kind naming who degraded.
+        for (kind, group) in [(TableKind::Btree, &btrees), (TableKind::Lsm, &lsms)] {
+            if group.is_empty() {
+                continue;
+            }
+            let named = |wanted: Sensitivity| -> String {
+                let names: Vec<&str> = group
+                    .iter()
+                    .filter(|(_, s)| *s == wanted)
+                    .map(|(e, _)| e.name())
+                    .collect();
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            };
+            lines.push(format!(
+                "{} engines: cache-bound at the small cache (below {:.0}% of the large cache's rate, reading more): {}; slower without reading more: {}; not slower: {}. (The post: the B-trees degrade once their indexes outgrow the cache, the LSMs do not.)",
+                kind.name(),
+                DEGRADED_BELOW * 100.0,
+                named(Sensitivity::CacheBound),
+                named(Sensitivity::SlowerWithoutReads),
+                named(Sensitivity::Insensitive)
+            ));
+        }
+        return lines;
+    };
+    if let (Some(lsm_run), Some(btree_run)) =
+        (find(lsm_engine, "large"), find(btree_engine, "large"))
+    {
+        let (lsm, btree) = (lsm_run, btree_run);
         let (lsm_rate, btree_rate) = (lsm.mean_rate(), btree.mean_rate());
         lines.push(format!(
             "With everything in the large cache the B-tree runs at {:.0} docs/s against the LSM's {:.0}, \
@@ -676,7 +827,7 @@ fn verdict(runs: &[Run]) -> Vec<String> {
         ));
     }
     let below = DEGRADED_BELOW * 100.0;
-    if let [Some(lsm), Some(btree)] = sensitivity {
+    {
         use Sensitivity::{CacheBound, Insensitive, SlowerWithoutReads};
         lines.push(match (btree, lsm) {
             (CacheBound, Insensitive) => format!(
@@ -751,11 +902,11 @@ mod tests {
         assert_eq!(keys[2], format!("000700001234{id}").as_bytes());
     }
 
-    /// A run of `kind` at cache `label` that took `seconds` for 10,000
+    /// A run of `engine` at cache `label` that took `seconds` for 10,000
     /// documents, reading `kb_read` KB per 1,000 documents.
-    fn run_of(kind: TableKind, label: &'static str, seconds: f64, kb_read: f64) -> Run {
+    fn run_of(engine: Engine, label: &'static str, seconds: f64, kb_read: f64) -> Run {
         Run {
-            kind,
+            engine,
             cache: CacheChoice {
                 label,
                 bytes: 1 << 20,
@@ -768,12 +919,26 @@ mod tests {
                         kb_read,
                         ..Amplification::default()
                     },
-                    index_bytes: 0,
+                    index_bytes: Some(i * 100),
+                    db_bytes: i * 300,
                 })
                 .collect(),
             seconds,
-            primary_bytes: 0,
+            primary_bytes: None,
         }
+    }
+
+    #[test]
+    fn runs_survive_their_records() {
+        // Goal: what a comparison's child reports, its parent reads back.
+        let runs = vec![
+            run_of(Engine::SpinneyLsm, "small", 1.0, 3.5),
+            run_of(Engine::WiredtigerBtree, "large", 2.0, 0.0),
+        ];
+        let lines: Vec<String> = runs.iter().flat_map(Run::encode).collect();
+        assert_eq!(lines.len(), 22);
+        assert_eq!(Run::decode(&lines), Ok(runs));
+        assert!(Run::decode(&lines[..5]).is_err(), "cut short");
     }
 
     #[test]
@@ -784,24 +949,24 @@ mod tests {
         // that keeps its rate does not confirm the post.
         let last = |runs: &[Run]| verdict(runs).last().cloned().unwrap_or_default();
         let runs = [
-            run_of(TableKind::Lsm, "small", 1.0, 300.0),
-            run_of(TableKind::Lsm, "large", 1.0, 300.0),
-            run_of(TableKind::Btree, "small", 4.0, 20_000.0),
-            run_of(TableKind::Btree, "large", 1.0, 0.0),
+            run_of(Engine::SpinneyLsm, "small", 1.0, 300.0),
+            run_of(Engine::SpinneyLsm, "large", 1.0, 300.0),
+            run_of(Engine::SpinneyBtree, "small", 4.0, 20_000.0),
+            run_of(Engine::SpinneyBtree, "large", 1.0, 0.0),
         ];
         assert!(last(&runs).starts_with("As in the post: the B-tree degrades"));
         let runs = [
-            run_of(TableKind::Lsm, "small", 1.5, 300.0),
-            run_of(TableKind::Lsm, "large", 1.0, 300.0),
-            run_of(TableKind::Btree, "small", 4.0, 20_000.0),
-            run_of(TableKind::Btree, "large", 1.0, 0.0),
+            run_of(Engine::SpinneyLsm, "small", 1.5, 300.0),
+            run_of(Engine::SpinneyLsm, "large", 1.0, 300.0),
+            run_of(Engine::SpinneyBtree, "small", 4.0, 20_000.0),
+            run_of(Engine::SpinneyBtree, "large", 1.0, 0.0),
         ];
         assert!(last(&runs).contains("machine's noise"), "{}", last(&runs));
         let runs = [
-            run_of(TableKind::Lsm, "small", 1.0, 300.0),
-            run_of(TableKind::Lsm, "large", 1.0, 300.0),
-            run_of(TableKind::Btree, "small", 1.1, 5.0),
-            run_of(TableKind::Btree, "large", 1.0, 0.0),
+            run_of(Engine::SpinneyLsm, "small", 1.0, 300.0),
+            run_of(Engine::SpinneyLsm, "large", 1.0, 300.0),
+            run_of(Engine::SpinneyBtree, "small", 1.1, 5.0),
+            run_of(Engine::SpinneyBtree, "large", 1.0, 0.0),
         ];
         assert!(
             last(&runs).starts_with("Unlike the post"),

@@ -165,20 +165,43 @@ pub(crate) fn engines(config: &Config) -> Vec<Engine> {
 /// What a scenario measured, in this process or gathered from children.
 enum Measured {
     BtreeVsLsm(Vec<btree_vs_lsm::Measurement>),
+    Iibench(Vec<iibench::Run>),
 }
 
 impl Measured {
     fn lines(&self) -> Vec<String> {
         match self {
             Measured::BtreeVsLsm(m) => m.iter().map(btree_vs_lsm::Measurement::encode).collect(),
+            Measured::Iibench(runs) => runs.iter().flat_map(iibench::Run::encode).collect(),
+        }
+    }
+
+    /// What children of `scenario` reported, read back.
+    fn decode(scenario: Scenario, lines: &[String]) -> Result<Measured, String> {
+        match scenario {
+            Scenario::BtreeVsLsm => Ok(Measured::BtreeVsLsm(
+                lines
+                    .iter()
+                    .map(|l| btree_vs_lsm::Measurement::decode(l))
+                    .collect::<Result<_, _>>()?,
+            )),
+            Scenario::Iibench => Ok(Measured::Iibench(iibench::Run::decode(lines)?)),
+            other => Err(format!("{} runs in this process only", other.name())),
         }
     }
 
     fn summary(&self, config: &Config) -> Result<Summary, BenchError> {
         match self {
             Measured::BtreeVsLsm(m) => btree_vs_lsm::finish(config, m),
+            Measured::Iibench(runs) => iibench::finish(config, runs),
         }
     }
+}
+
+/// True for the scenarios that run on any engine, each in a child process
+/// when compared.
+fn runs_on_peers(scenario: Scenario) -> bool {
+    matches!(scenario, Scenario::BtreeVsLsm | Scenario::Iibench)
 }
 
 /// Refuses a scenario that runs on spinney alone when a peer is asked for.
@@ -219,10 +242,7 @@ pub fn run(
             spinney_only(scenario, &engines)?;
             return publish(config, lsm_shape::run(config, out)?, out);
         }
-        Scenario::Iibench => {
-            spinney_only(scenario, &engines)?;
-            return publish(config, iibench::run(config, out)?, out);
-        }
+        Scenario::Iibench => Measured::Iibench(iibench::measure(config, &engines, out)?),
         Scenario::LsmBuffers => {
             spinney_only(scenario, &engines)?;
             return publish(config, lsm_buffers::run(config, out)?, out);
@@ -247,7 +267,7 @@ pub fn run_in_children(
     out: &mut dyn Write,
 ) -> Result<Summary, BenchError> {
     config.validate().map_err(BenchError::Config)?;
-    if scenario != Scenario::BtreeVsLsm {
+    if !runs_on_peers(scenario) {
         spinney_only(scenario, &config.compare)?;
         return run(scenario, config, out);
     }
@@ -283,21 +303,7 @@ pub fn run_in_children(
                 .map(String::from),
         );
     }
-    let measured = match scenario {
-        Scenario::BtreeVsLsm => Measured::BtreeVsLsm(
-            lines
-                .iter()
-                .map(|l| btree_vs_lsm::Measurement::decode(l))
-                .collect::<Result<_, _>>()
-                .map_err(BenchError::Child)?,
-        ),
-        _ => {
-            return Err(BenchError::Config(format!(
-                "{} runs in this process",
-                scenario.name()
-            )))
-        }
-    };
+    let measured = Measured::decode(scenario, &lines).map_err(BenchError::Child)?;
     publish(config, measured.summary(config)?, out)
 }
 
