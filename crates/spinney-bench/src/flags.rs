@@ -36,7 +36,7 @@ use clap::{CommandFactory, Parser, ValueEnum};
 use spinney::{CompactionStyle, Compression, Durability, TableKind, TableOptions};
 
 use crate::engine::Engine;
-use crate::keys::KeyFormat;
+use crate::keys::{KeyFormat, KeyStyle};
 
 /// One benchmark of `--benchmarks`: a workload, or an operation on the
 /// database (flush, compaction, checkpoint) or a printout (stats, shape).
@@ -255,6 +255,8 @@ pub struct Config {
     pub duration: Option<Duration>,
     /// Bytes of each key.
     pub key_size: usize,
+    /// How a key writes its number (`--key_format`).
+    pub key_style: KeyStyle,
     /// Bytes of each value.
     pub value_size: usize,
     /// Entries per batch of the fills, overwrite and deleterandom; `None`
@@ -341,6 +343,7 @@ impl Default for Config {
             threads: 1,
             duration: None,
             key_size: 16,
+            key_style: KeyStyle::Decimal,
             value_size: 100,
             batch_size: None,
             writes_per_second: 0,
@@ -374,6 +377,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The run's keys.
+    pub fn keys(&self) -> KeyFormat {
+        KeyFormat::with_style(self.key_size, self.key_style)
+    }
+
     /// Reads per thread of the read benchmarks.
     pub fn reads(&self) -> u64 {
         self.reads.unwrap_or(self.num)
@@ -454,11 +462,12 @@ impl Config {
         if self.key_size == 0 {
             return Err("--key_size must be at least 1".into());
         }
-        let keys = KeyFormat::new(self.key_size);
+        let keys = self.keys();
         if self.num > keys.capacity() {
             return Err(format!(
-                "--num={} does not fit in keys of {} decimal digits (--key_size); at most {}",
+                "--num={} does not fit in {} keys of {} bytes (--key_size); at most {}",
                 self.num,
+                self.key_style.name(),
                 self.key_size,
                 keys.capacity()
             ));
@@ -558,6 +567,7 @@ impl Config {
                 self.duration.map_or(0.0, |d| d.as_secs_f64())
             ),
             format!("--key_size={}", self.key_size),
+            format!("--key_format={}", self.key_style.name()),
             format!("--value_size={}", self.value_size),
             format!("--writes_per_second={}", self.writes_per_second),
             format!("--cache_size={}", self.cache_size),
@@ -650,6 +660,12 @@ enum KindArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum KeyFormatArg {
+    Decimal,
+    Binary,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum CompressionArg {
     None,
     Lz4,
@@ -698,9 +714,14 @@ struct Flags {
     /// operations; 0 for off.
     #[arg(long, default_value_t = 0.0)]
     duration: f64,
-    /// Bytes of each key (zero-padded decimal).
+    /// Bytes of each key.
     #[arg(long, default_value_t = 16)]
     key_size: usize,
+    /// decimal: LevelDB's db_bench keys (the number zero-padded, %016d);
+    /// binary: RocksDB's db_bench keys (the number in 8 big-endian bytes,
+    /// then '0' padding).
+    #[arg(long, value_enum, default_value = "decimal")]
+    key_format: KeyFormatArg,
     /// Bytes of each value (compressible to half).
     #[arg(long, default_value_t = 100)]
     value_size: usize,
@@ -900,6 +921,10 @@ impl Flags {
             threads: self.threads,
             duration: seconds("duration", self.duration)?,
             key_size: self.key_size,
+            key_style: match self.key_format {
+                KeyFormatArg::Decimal => KeyStyle::Decimal,
+                KeyFormatArg::Binary => KeyStyle::Binary,
+            },
             value_size: self.value_size,
             batch_size: self.batch_size,
             writes_per_second: self.writes_per_second,
@@ -1089,6 +1114,7 @@ mod tests {
             "--threads=3",
             "--duration=1.5",
             "--key_size=10",
+            "--key_format=binary",
             "--value_size=33",
             "--batch_size=9",
             "--writes_per_second=100",

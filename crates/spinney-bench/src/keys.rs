@@ -1,8 +1,12 @@
-//! Keys and values as LevelDB's db_bench makes them.
+//! Keys and values as LevelDB's db_bench makes them (and keys as RocksDB's,
+//! for comparing figures with its db_bench).
 //!
 //! A key is the decimal number of the entry, zero-padded to a fixed width of
 //! `--key_size` bytes (`%016d` for the default 16), so that key order is
-//! number order. A missing key is an existing key with `.` appended: one byte
+//! number order. With `--key_format=binary` it is RocksDB's db_bench key
+//! instead: the number in (up to) 8 big-endian bytes, then `'0'` bytes up
+//! to the width; key order is number order too, and a shorter common
+//! prefix makes comparisons cheaper. A missing key is an existing key with `.` appended: one byte
 //! longer, as RocksDB's `readmissing` makes its keys (it reads with
 //! `key_size + 1`), and sorted right after the key it extends, so that a
 //! lookup walks the same path as a hit and only the last comparison (or the
@@ -30,17 +34,44 @@ const VALUE_BUFFER_BYTES: usize = 1 << 20;
 /// Bytes of one compressible piece of the value buffer.
 const PIECE_BYTES: usize = 100;
 
-/// How keys look: zero-padded decimal numbers of a fixed width.
+/// How the number of an entry is written into its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyStyle {
+    /// Zero-padded decimal digits (LevelDB's db_bench).
+    #[default]
+    Decimal,
+    /// Up to 8 big-endian bytes, then `'0'` padding (RocksDB's db_bench).
+    Binary,
+}
+
+impl KeyStyle {
+    /// The name `--key_format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyStyle::Decimal => "decimal",
+            KeyStyle::Binary => "binary",
+        }
+    }
+}
+
+/// How keys look: numbers of a fixed width, in decimal or binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyFormat {
     width: usize,
+    style: KeyStyle,
 }
 
 impl KeyFormat {
-    /// Keys of `width` bytes. A width of 0 is treated as 1.
+    /// Decimal keys of `width` bytes. A width of 0 is treated as 1.
     pub fn new(width: usize) -> KeyFormat {
+        KeyFormat::with_style(width, KeyStyle::Decimal)
+    }
+
+    /// Keys of `width` bytes in `style`. A width of 0 is treated as 1.
+    pub fn with_style(width: usize, style: KeyStyle) -> KeyFormat {
         KeyFormat {
             width: width.max(1),
+            style,
         }
     }
 
@@ -49,10 +80,15 @@ impl KeyFormat {
         self.width
     }
 
-    /// How many distinct keys fit the width (10^width, saturating).
+    /// How many distinct keys fit the width (10^width or 256^width,
+    /// saturating).
     pub fn capacity(&self) -> u64 {
         let digits = u32::try_from(self.width).unwrap_or(u32::MAX);
-        10u64.checked_pow(digits).unwrap_or(u64::MAX)
+        let base: u64 = match self.style {
+            KeyStyle::Decimal => 10,
+            KeyStyle::Binary => 256,
+        };
+        base.checked_pow(digits).unwrap_or(u64::MAX)
     }
 
     /// Writes the key of entry `k` into `buf`, replacing its contents. A
@@ -61,14 +97,27 @@ impl KeyFormat {
     pub fn write(&self, k: u64, buf: &mut Vec<u8>) {
         buf.clear();
         buf.resize(self.width, b'0');
-        let mut rest = k;
-        for byte in buf.iter_mut().rev() {
-            if rest == 0 {
-                break;
+        match self.style {
+            KeyStyle::Decimal => {
+                let mut rest = k;
+                for byte in buf.iter_mut().rev() {
+                    if rest == 0 {
+                        break;
+                    }
+                    // `rest % 10` is a single digit, so the cast cannot
+                    // truncate.
+                    *byte = b'0' + (rest % 10) as u8;
+                    rest /= 10;
+                }
             }
-            // `rest % 10` is a single digit, so the cast cannot truncate.
-            *byte = b'0' + (rest % 10) as u8;
-            rest /= 10;
+            KeyStyle::Binary => {
+                let fill = self.width.min(8);
+                let bytes = k.to_be_bytes();
+                let tail = bytes.get(8 - fill..).unwrap_or_default();
+                if let Some(head) = buf.get_mut(..fill) {
+                    head.copy_from_slice(tail);
+                }
+            }
         }
     }
 
@@ -164,6 +213,23 @@ mod tests {
         assert_eq!(KeyFormat::new(4).key(7), b"0007");
         assert_eq!(KeyFormat::new(4).capacity(), 10_000);
         assert_eq!(KeyFormat::new(30).capacity(), u64::MAX);
+    }
+
+    #[test]
+    fn binary_keys_are_rocksdb_db_bench_keys() {
+        // Goal: RocksDB's GenerateKeyFromInt: 8 big-endian bytes, then '0'
+        // padding; fewer bytes for narrow keys; order is number order.
+        let f = KeyFormat::with_style(16, KeyStyle::Binary);
+        assert_eq!(f.key(0x0102), b"\0\0\0\0\0\0\x01\x0200000000");
+        let narrow = KeyFormat::with_style(3, KeyStyle::Binary);
+        assert_eq!(narrow.key(0x010203), b"\x01\x02\x03");
+        assert_eq!(narrow.capacity(), 1 << 24);
+        assert_eq!(f.capacity(), u64::MAX);
+        let keys: Vec<Vec<u8>> = [0u64, 255, 256, 70_000, 1 << 40]
+            .iter()
+            .map(|&k| f.key(k))
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

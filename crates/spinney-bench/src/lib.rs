@@ -56,7 +56,7 @@ pub use compare::{
 pub use engine::{Engine, EngineError};
 pub use flags::{Benchmark, Config, THREADS_MAX};
 pub use hdrhistogram::Histogram;
-pub use keys::{KeyFormat, ValueGenerator};
+pub use keys::{KeyFormat, KeyStyle, ValueGenerator};
 pub use latency::Latency;
 pub use measure::{Amplification, Resources};
 pub use output::{parse_percentiles, parse_result_line, ParsedLine};

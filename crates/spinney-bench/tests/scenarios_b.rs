@@ -105,7 +105,10 @@ fn iibench_reports_every_kind_cache_and_interval_and_keeps_consistent_indexes() 
         .notes
         .iter()
         .any(|n| n.starts_with("Final docs/s (spinney-btree)")));
-    assert!(out.contains("iibench: spinney-btree    cache small"), "{out}");
+    assert!(
+        out.contains("iibench: spinney-btree    cache small"),
+        "{out}"
+    );
 
     for kind in ["lsm", "btree"] {
         for cache in ["small", "medium", "large"] {

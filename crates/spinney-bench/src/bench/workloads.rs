@@ -16,7 +16,7 @@ use rand::Rng;
 
 use super::worker::{self, Measured, Plan, ThreadOutcome, Worker, WriterOutcome};
 use crate::engine::{Batch, EngineError, EngineResult, Store};
-use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
+use crate::keys::{worker_rng, ValueGenerator};
 use crate::progress::Progress;
 use crate::{Benchmark, Config};
 
@@ -130,7 +130,7 @@ fn write(
 ) -> EngineResult<ThreadOutcome> {
     let c = ctx.config;
     let mut session = ctx.store.session()?;
-    let format = KeyFormat::new(c.key_size);
+    let format = c.keys();
     let mut rng = worker_rng(c.seed, ctx.index, thread);
     let mut values = ValueGenerator::new(rng.gen(), c.value_size);
     let mut key = Vec::with_capacity(c.key_size + 1);
@@ -172,7 +172,7 @@ fn read_random(
 ) -> EngineResult<ThreadOutcome> {
     let c = ctx.config;
     let mut session = ctx.store.session()?;
-    let format = KeyFormat::new(c.key_size);
+    let format = c.keys();
     let mut rng = worker_rng(c.seed, ctx.index, thread);
     let mut key = Vec::with_capacity(c.key_size + 1);
     let range = c.num.max(1);
@@ -209,7 +209,7 @@ fn seek_random(
 ) -> EngineResult<ThreadOutcome> {
     let c = ctx.config;
     let mut session = ctx.store.session()?;
-    let format = KeyFormat::new(c.key_size);
+    let format = c.keys();
     let mut rng = worker_rng(c.seed, ctx.index, thread);
     let mut key = Vec::with_capacity(c.key_size + 1);
     let range = c.num.max(1);
@@ -260,7 +260,7 @@ fn rate_limited_writer(
     let c = ctx.config;
     let mut session = ctx.store.session()?;
     let mut batch = Batch::new();
-    let format = KeyFormat::new(c.key_size);
+    let format = c.keys();
     // The thread number after the readers', so its keys differ from theirs.
     let mut rng = worker_rng(c.seed, ctx.index, readers);
     let mut values = ValueGenerator::new(rng.gen(), c.value_size);

@@ -83,6 +83,9 @@ use spinney::{Compression, Durability};
 use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
+/// RocksDB's `PerfLevel::kDisable` (rocksdb/perf_level.h).
+const PERF_LEVEL_DISABLE: c_int = 1;
+
 /// The declarations of the C API functions the adapter calls, from
 /// `/usr/include/rocksdb/c.h` of 7.8.
 #[allow(non_camel_case_types)]
@@ -124,6 +127,7 @@ mod ffi {
 
     #[link(name = "rocksdb")]
     extern "C" {
+        pub fn rocksdb_set_perf_level(level: c_int);
         pub fn rocksdb_options_create() -> *mut rocksdb_options_t;
         pub fn rocksdb_options_destroy(options: *mut rocksdb_options_t);
         pub fn rocksdb_options_set_create_if_missing(options: *mut rocksdb_options_t, v: u8);
@@ -895,6 +899,12 @@ fn existing_families(options: &Options, dir: &Path, path: &CStr) -> EngineResult
 
 impl Store for RocksStore {
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
+        // Sessions are made in the thread that uses them. RocksDB counts
+        // perf-context events in every thread by default (a thread-local
+        // update per operation); db_bench turns that off (`--perf_level`
+        // 1, kDisable) in each of its threads, and so does the lab.
+        // SAFETY: sets a thread-local level; any value is accepted.
+        unsafe { ffi::rocksdb_set_perf_level(PERF_LEVEL_DISABLE) };
         // SAFETY: plain constructors.
         let batch = WriteBatch::new(
             unsafe { ffi::rocksdb_writebatch_create() },
