@@ -8,19 +8,19 @@ use spinney_bench::{
     run_compare, Benchmark, CompareRow, Config, Engine, EngineComparison, RoundFigures,
 };
 
-const NUM: u64 = 2000;
+const NUM: u64 = 6000;
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_spinney-bench"))
 }
 
-/// A tiny comparison of `engines`: small write buffers so that the LSMs
-/// flush, a fixed seed.
+/// A tiny comparison of `engines`: write buffers small enough that the
+/// LSMs flush (WiredTiger's LSM takes no smaller chunk than 512 KiB).
 fn tiny(engines: &[Engine], benchmarks: &[Benchmark], rounds: usize) -> Config {
     Config {
         benchmarks: benchmarks.to_vec(),
         num: NUM,
-        write_buffer_size: 64 << 10,
+        write_buffer_size: 512 << 10,
         seek_nexts: 5,
         compare: engines.to_vec(),
         rounds,
@@ -262,4 +262,66 @@ fn btree_vs_lsm_runs_each_engine_in_a_child_and_compares_them_all() {
     assert_eq!(comparisons, 6, "{:#?}", summary.notes);
     let csv = std::fs::read_to_string(dir.path().join("s.csv")).expect("csv");
     assert_eq!(csv.lines().count(), engines.len() * 6 + 1);
+}
+
+#[test]
+fn iibench_runs_each_engine_in_a_child_and_compares_them_all() {
+    // Goal: iibench with --compare runs each engine in its own process at
+    // the three caches, ten intervals each, with WiredTiger's B-tree and
+    // LSM (the post's engines) beside spinney's when built; every row has
+    // a rate, and engines that tell their tables apart report index sizes.
+    let mut engines = vec![Engine::SpinneyLsm, Engine::SpinneyBtree];
+    engines.extend(
+        [Engine::WiredtigerLsm, Engine::WiredtigerBtree]
+            .into_iter()
+            .filter(|e| e.is_built()),
+    );
+    let config = Config {
+        scale: 0.005,
+        compare: engines.clone(),
+        progress: false,
+        ..Config::default()
+    };
+    let mut out = Vec::new();
+    let summary = spinney_bench::scenario::run_in_children(
+        spinney_bench::scenario::Scenario::Iibench,
+        &config,
+        exe(),
+        &mut out,
+    )
+    .expect("scenario");
+    let out = String::from_utf8(out).expect("utf-8");
+    assert_eq!(summary.rows.len(), engines.len() * 30, "{out}");
+    for engine in &engines {
+        let rows: Vec<usize> = (0..summary.rows.len())
+            .filter(|&r| summary.cell(r, "engine") == Some(engine.name()))
+            .collect();
+        assert_eq!(rows.len(), 30, "{engine}");
+        for &r in &rows {
+            let rate: f64 = summary
+                .cell(r, "docs_per_sec")
+                .expect("cell")
+                .parse()
+                .expect("number");
+            assert!(rate > 0.0, "{engine} row {r}");
+        }
+        let last = rows[rows.len() - 1];
+        let index: f64 = summary
+            .cell(last, "index_mib")
+            .expect("cell")
+            .parse()
+            .expect("a size");
+        if *engine != Engine::SpinneyLsm && *engine != Engine::WiredtigerLsm {
+            // LSM indexes may still sit in memory at this scale.
+            assert!(index > 0.0, "{engine}");
+        }
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("Final docs/s ({engine})"))),
+            "{:#?}",
+            summary.notes
+        );
+    }
 }

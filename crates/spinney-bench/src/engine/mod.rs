@@ -170,6 +170,18 @@ impl Engine {
         }
     }
 
+    /// The smallest cache the engine takes (WiredTiger refuses less than
+    /// 1 MB, and its LSM trees want room for three chunks of at least
+    /// 512 KB and their merges); a scenario that sizes caches itself keeps
+    /// to it.
+    pub(crate) fn cache_bytes_min(self) -> u64 {
+        match self {
+            Engine::WiredtigerBtree => 1 << 20,
+            Engine::WiredtigerLsm => 3 << 20,
+            _ => 0,
+        }
+    }
+
     /// The error for an engine this build does not have.
     pub(crate) fn not_built(self) -> String {
         match self.feature() {

@@ -362,8 +362,8 @@ const CACHE_SIZE_MIN: u64 = MIB;
 const CACHE_SIZE_MAX: u64 = 10 << 40;
 
 /// WiredTiger's range of an LSM tree's `chunk_size` (512 KB to 500 MB).
-const CHUNK_SIZE_MIN: usize = 512 << 10;
-const CHUNK_SIZE_MAX: usize = 500 << 20;
+const CHUNK_SIZE_MIN: u64 = 512 << 10;
+const CHUNK_SIZE_MAX: u64 = 500 << 20;
 
 /// WiredTiger's range of `bloom_bit_count`.
 const BLOOM_BITS_MIN: u32 = 2;
@@ -453,9 +453,17 @@ pub(crate) fn describe(config: &Config) -> String {
                 0 => "no bloom filters".to_string(),
                 bits => format!("bloom {bits} bits/key ({BLOOM_HASHES} hashes)"),
             };
+            let asked = config.write_buffer_size as u64;
+            let chunk = match lsm_chunk_size(config) {
+                Ok(chunk) if chunk < asked => format!(
+                    "chunk {} (--write_buffer_size {} leaves too little of the cache for three chunks)",
+                    megabytes(chunk),
+                    megabytes(asked)
+                ),
+                _ => format!("chunk {}", megabytes(asked)),
+            };
             format!(
-                "wiredtiger lsm table, {bloom}, chunk {}, {common}, lsm workers {} + manager",
-                megabytes(config.write_buffer_size as u64),
+                "wiredtiger lsm table, {bloom}, {chunk}, {common}, lsm workers {} + manager",
                 lsm_threads(config.background_threads) - 1,
             )
         }
@@ -543,18 +551,43 @@ fn connection_config(engine: Engine, config: &Config) -> Result<String, BenchErr
     Ok(text)
 }
 
+/// Cache a WiredTiger LSM tree wants beside three chunks: a leaf page for
+/// each participant of up to three concurrent merges of `merge_max` (15)
+/// chunks, with 32 KB leaf pages (lsm_tree.c, `__lsm_tree_open_check`).
+const LSM_MERGE_CACHE_BYTES: u64 = 3 * 15 * 32 * 1024;
+
+/// The LSM chunk size for `config`: `--write_buffer_size`, made smaller
+/// when the cache cannot hold three chunks and the merges' pages (which
+/// WiredTiger requires), as a WiredTiger user with that cache would have
+/// to. A cache too small for three chunks of WiredTiger's smallest size is
+/// a usage error.
+fn lsm_chunk_size(config: &Config) -> Result<u64, BenchError> {
+    let asked = config.write_buffer_size as u64;
+    if !(CHUNK_SIZE_MIN..=CHUNK_SIZE_MAX).contains(&asked) {
+        return Err(BenchError::Config(format!(
+            "--write_buffer_size={asked}: WiredTiger's LSM chunk_size takes {CHUNK_SIZE_MIN} bytes (512 KB) to {CHUNK_SIZE_MAX} bytes (500 MB)"
+        )));
+    }
+    // Whole 64 KiB units, so that the figure reads well in the header.
+    let fits =
+        config.cache_size.saturating_sub(LSM_MERGE_CACHE_BYTES) / 3 / (64 << 10) * (64 << 10);
+    if fits < CHUNK_SIZE_MIN {
+        return Err(BenchError::Config(format!(
+            "--cache_size={}: a WiredTiger LSM tree needs a cache of at least {} bytes (three chunks of 512 KB and {LSM_MERGE_CACHE_BYTES} bytes for merges)",
+            config.cache_size,
+            3 * CHUNK_SIZE_MIN + LSM_MERGE_CACHE_BYTES
+        )));
+    }
+    Ok(asked.min(fits))
+}
+
 /// The `WT_SESSION::create` configuration of a table.
 fn table_config(engine: Engine, config: &Config, spec: &TableSpec) -> Result<String, BenchError> {
     const FORMATS: &str = "key_format=u,value_format=u";
     if engine != Engine::WiredtigerLsm {
         return Ok(FORMATS.to_string());
     }
-    let chunk = config.write_buffer_size;
-    if !(CHUNK_SIZE_MIN..=CHUNK_SIZE_MAX).contains(&chunk) {
-        return Err(BenchError::Config(format!(
-            "--write_buffer_size={chunk}: WiredTiger's LSM chunk_size takes {CHUNK_SIZE_MIN} bytes (512 KB) to {CHUNK_SIZE_MAX} bytes (500 MB)"
-        )));
-    }
+    let chunk = lsm_chunk_size(config)?;
     let bloom = match spec.bloom_bits.unwrap_or(config.bloom_bits) {
         0 => "bloom=false".to_string(),
         bits if (BLOOM_BITS_MIN..=BLOOM_BITS_MAX).contains(&bits) => {
@@ -898,6 +931,8 @@ pub(crate) struct WiredTigerStore {
     engine: Engine,
     tables: Vec<Table>,
     conn: Connection,
+    /// The database directory (the tables' files are in it).
+    dir: std::path::PathBuf,
 }
 
 impl WiredTigerStore {
@@ -973,6 +1008,7 @@ impl WiredTigerStore {
             engine,
             tables,
             conn,
+            dir: dir.to_path_buf(),
         })
     }
 
@@ -1100,7 +1136,45 @@ struct LsmShape {
     generation_max: i64,
 }
 
+/// True when `file` holds data of the table `name`: a B-tree's `NAME.wt`,
+/// an LSM tree's chunks `NAME-NNNNNN.lsm` and their bloom filters
+/// `NAME-NNNNNN.bf`.
+fn is_table_file(file: &str, name: &str) -> bool {
+    if file.strip_prefix(name) == Some(".wt") {
+        return true;
+    }
+    let Some(rest) = file.strip_prefix(name).and_then(|r| r.strip_prefix('-')) else {
+        return false;
+    };
+    let digits = rest
+        .strip_suffix(".lsm")
+        .or_else(|| rest.strip_suffix(".bf"));
+    digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl Store for WiredTigerStore {
+    /// The bytes of the tables' files (B-tree files, LSM chunks and their
+    /// bloom filters), as the directory lists them now.
+    fn table_bytes(&self, tables: &[usize]) -> Option<u64> {
+        let names: Vec<&str> = tables
+            .iter()
+            .filter_map(|&t| self.tables.get(t).map(|t| t.name.as_str()))
+            .collect();
+        let entries = std::fs::read_dir(&self.dir).ok()?;
+        Some(
+            entries
+                .flatten()
+                .filter(|e| {
+                    let file = e.file_name();
+                    let file = file.to_string_lossy();
+                    names.iter().any(|n| is_table_file(&file, n))
+                })
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum(),
+        )
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         Ok(Box::new(WiredTigerSession {
             store: self,
@@ -1526,6 +1600,40 @@ impl WiredTigerSession<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lsm_chunks_shrink_to_fit_the_cache() {
+        // Goal: WiredTiger wants three chunks and the merges' pages in the
+        // cache; a chunk that does not fit is made smaller, and a cache too
+        // small for the smallest chunks is a usage error.
+        let with = |cache_size: u64, write_buffer_size: usize| Config {
+            cache_size,
+            write_buffer_size,
+            ..Config::default()
+        };
+        assert_eq!(lsm_chunk_size(&with(64 << 20, 8 << 20)).ok(), Some(8 << 20));
+        let shrunk = lsm_chunk_size(&with(20 << 20, 8 << 20)).expect("fits");
+        assert!(shrunk < 8 << 20 && 3 * shrunk + LSM_MERGE_CACHE_BYTES <= 20 << 20);
+        assert_eq!(shrunk % (64 << 10), 0);
+        let err = lsm_chunk_size(&with(2 << 20, 8 << 20)).expect_err("too small");
+        assert!(matches!(err, BenchError::Config(_)), "{err}");
+        assert!(
+            Engine::WiredtigerLsm.cache_bytes_min() >= 3 * CHUNK_SIZE_MIN + LSM_MERGE_CACHE_BYTES
+        );
+    }
+
+    #[test]
+    fn table_files_are_told_apart() {
+        // Goal: a table's bytes count its own files only, not another
+        // table's whose name it begins, nor WiredTiger's own.
+        assert!(is_table_file("default.wt", "default"));
+        assert!(is_table_file("by_price-000012.lsm", "by_price"));
+        assert!(is_table_file("by_price-000012.bf", "by_price"));
+        assert!(!is_table_file("by_price_2-000012.lsm", "by_price"));
+        assert!(!is_table_file("by_price-.lsm", "by_price"));
+        assert!(!is_table_file("WiredTiger.wt", "default"));
+        assert!(!is_table_file("default.wtx", "default"));
+    }
 
     const ENGINES: [Engine; 2] = [Engine::WiredtigerBtree, Engine::WiredtigerLsm];
 
@@ -1964,7 +2072,7 @@ mod tests {
         for engine in ENGINES {
             let dir = tempfile::tempdir().expect("tempdir");
             let config = Config {
-                write_buffer_size: CHUNK_SIZE_MIN,
+                write_buffer_size: CHUNK_SIZE_MIN as usize,
                 ..config(engine)
             };
             let store = open(engine, &config, dir.path(), &specs()).expect("open");
