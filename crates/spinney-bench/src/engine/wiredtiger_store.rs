@@ -2148,12 +2148,12 @@ mod tests {
                 assert!(chunks_before > 7, "{chunks_before} chunks before compact");
                 assert!(tree.generation_max >= 1, "{tree:?}");
                 assert!(tree.chunks < chunks_before, "{tree:?}");
-                assert_eq!(counts.l0_runs, usize::try_from(tree.chunks).expect("fits"));
-                assert_eq!(counts.sst_files, counts.l0_runs);
             } else {
                 assert_eq!(shape, None);
-                assert_eq!(counts, ShapeCounts::default());
             }
+            // The time series never reads WiredTiger's statistics (see
+            // `shape_counts`).
+            assert_eq!(counts, ShapeCounts::default());
             for i in (0..count).step_by(997) {
                 assert_eq!(
                     session.get(0, &key(i)).expect("get"),
