@@ -28,6 +28,9 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, PoisonError};
 
 use crate::engine::Engine;
 use crate::plot::{self, Bar};
@@ -486,7 +489,9 @@ pub fn run_compare(
 
 /// Runs one child and passes its standard output on to `out` line by line;
 /// its standard error (the environment, a progress bar, its errors) goes
-/// straight to ours.
+/// straight to ours. With `--child_timeout` a child still running when it
+/// runs out is killed and reported as failed (an engine that hangs does not
+/// hang the comparison).
 pub(crate) fn run_child(
     exe: &Path,
     config: &Config,
@@ -499,15 +504,54 @@ pub(crate) fn run_child(
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(BenchError::io(format!("start {}", exe.display())))?;
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.map_err(BenchError::io("read a child's output"))?;
-            writeln!(out, "{line}").map_err(BenchError::io("print"))?;
+    let pid = child.id();
+    // The watchdog kills the child when --child_timeout runs out. `done`
+    // is set before the child is reaped, under the same lock as the kill,
+    // so that the watchdog never signals a process id the system may have
+    // given to another process.
+    let done = Mutex::new(false);
+    let killed = AtomicBool::new(false);
+    let (stop, stopped) = mpsc::channel::<()>();
+    let status = std::thread::scope(|scope| {
+        if let Some(limit) = config.child_timeout {
+            let (done, killed) = (&done, &killed);
+            scope.spawn(move || {
+                if stopped.recv_timeout(limit) != Err(RecvTimeoutError::Timeout) {
+                    return;
+                }
+                let done = done.lock().unwrap_or_else(PoisonError::into_inner);
+                if !*done {
+                    killed.store(true, Ordering::SeqCst);
+                    if let Ok(pid) = libc::pid_t::try_from(pid) {
+                        // SAFETY: kill takes any pid and signal; the child
+                        // is not reaped yet (`done` is false under the lock).
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                }
+            });
         }
+        let outcome = (|| -> Result<std::process::ExitStatus, BenchError> {
+            if let Some(stdout) = child.stdout.take() {
+                for line in BufReader::new(stdout).lines() {
+                    let line = line.map_err(BenchError::io("read a child's output"))?;
+                    writeln!(out, "{line}").map_err(BenchError::io("print"))?;
+                }
+            }
+            *done.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            child
+                .wait()
+                .map_err(BenchError::io("wait for a child process"))
+        })();
+        let _ = stop.send(());
+        outcome
+    })?;
+    if killed.load(Ordering::SeqCst) {
+        return Err(BenchError::Child(format!(
+            "{} was killed after {:.0} s (--child_timeout)",
+            config.engine,
+            config.child_timeout.unwrap_or_default().as_secs_f64()
+        )));
     }
-    let status = child
-        .wait()
-        .map_err(BenchError::io("wait for a child process"))?;
     if status.success() {
         Ok(())
     } else {

@@ -321,6 +321,9 @@ pub struct Config {
     pub rounds: usize,
     /// Where a comparison's child writes its figures (a hidden flag).
     pub results_file: Option<PathBuf>,
+    /// How long a comparison's child may run before it is killed and
+    /// counted as failed; `None` for no limit.
+    pub child_timeout: Option<Duration>,
 }
 
 impl Default for Config {
@@ -372,6 +375,7 @@ impl Default for Config {
             compare: Vec::new(),
             rounds: ROUNDS_DEFAULT,
             results_file: None,
+            child_timeout: None,
         }
     }
 }
@@ -598,6 +602,10 @@ impl Config {
             format!("--progress={}", u8::from(self.progress)),
             format!("--scale={}", self.scale),
             format!("--rounds={}", self.rounds),
+            format!(
+                "--child_timeout={}",
+                self.child_timeout.map_or(0.0, |d| d.as_secs_f64())
+            ),
         ];
         if self.compare.is_empty() {
             args.push(format!("--engine={}", self.engine.name()));
@@ -750,6 +758,10 @@ struct Flags {
     /// Where a comparison's child process writes its figures.
     #[arg(long, hide = true, value_name = "FILE")]
     results_file: Option<PathBuf>,
+    /// Seconds a child of --compare (one engine's run) may take before it
+    /// is killed and reported as failed; 0 for no limit.
+    #[arg(long, default_value_t = 0.0)]
+    child_timeout: f64,
     /// 1 for spinney's LSM table, 0 for its B-tree table (the same as
     /// --table_kind, or --engine=spinney-lsm and spinney-btree).
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1")]
@@ -971,6 +983,7 @@ impl Flags {
             compare,
             rounds: self.rounds,
             results_file: self.results_file,
+            child_timeout: seconds("child_timeout", self.child_timeout)?,
         };
         config.validate()?;
         Ok(config)
@@ -1140,6 +1153,7 @@ mod tests {
             "--scenario=iibench",
             "--scale=0.5",
             "--rounds=5",
+            "--child_timeout=90.5",
             "--results_file=/tmp/res",
         ])
         .expect("parse");

@@ -325,3 +325,29 @@ fn iibench_runs_each_engine_in_a_child_and_compares_them_all() {
         );
     }
 }
+
+#[test]
+fn a_child_past_its_timeout_is_killed_and_reported() {
+    // Goal: --child_timeout keeps an engine that does not finish from
+    // holding up the comparison: the child is killed, its rows are empty,
+    // and the failure says why. Method: a timeout far shorter than a fill.
+    let config = Config {
+        child_timeout: Some(std::time::Duration::from_millis(300)),
+        num: 50_000_000,
+        ..tiny(&[Engine::SpinneyLsm], &[Benchmark::FillRandom], 1)
+    };
+    let started = std::time::Instant::now();
+    let (c, out) = run(&config);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert_eq!(c.failures.len(), 1, "{out}");
+    assert!(
+        c.failures[0].reason.contains("--child_timeout"),
+        "{:?}",
+        c.failures
+    );
+    assert!(c
+        .row(Benchmark::FillRandom, Engine::SpinneyLsm)
+        .expect("row")
+        .rounds
+        .is_empty());
+}
