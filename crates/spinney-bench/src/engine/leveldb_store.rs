@@ -912,6 +912,7 @@ impl Drop for Iter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::conformance;
 
     /// A small configuration: a 1 MiB cache and 64 KiB memtables, so that
     /// a few hundred entries make SSTs.
@@ -974,33 +975,10 @@ mod tests {
     }
 
     #[test]
-    fn batches_of_puts_and_deletes_span_two_tables() {
-        // Goal: one batch writes both tables (two prefixes of one key
-        // space), a delete in a later batch removes a put, and a key of
-        // one table is not seen in the other.
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = open_store(&config(), dir.path(), &["default", "other"]);
-        let mut session = store.session().expect("session");
-        let mut batch = Batch::new();
-        batch.put(0, b"a", b"one");
-        batch.put(1, b"a", b"table-one");
-        batch.put(0, b"b", b"two");
-        batch.put(1, b"only-in-1", b"x");
-        session.write(&batch).expect("write");
-        batch.clear();
-        batch.delete(0, b"b");
-        batch.put(0, b"c", b"three!");
-        session.write(&batch).expect("write");
-
-        assert_eq!(session.get(0, b"a").expect("get"), Some(3));
-        assert_eq!(session.get(1, b"a").expect("get"), Some(9));
-        assert_eq!(session.get(0, b"b").expect("get"), None);
-        assert_eq!(session.get(0, b"c").expect("get"), Some(6));
-        assert_eq!(session.get(0, b"only-in-1").expect("get"), None);
-        assert_eq!(session.get(1, b"only-in-1").expect("get"), Some(1));
-        assert!(session.get(2, b"a").is_err(), "table 2 does not exist");
-        drop(session);
-        store.close().expect("close");
+    fn does_what_every_engine_does() {
+        // Goal: the checks every adapter passes (see `conformance`), here
+        // with two tables sharing LevelDB's one key space.
+        conformance::all(&|dir: &Path| open_store(&config(), dir, &["default", "other"]));
     }
 
     #[test]
@@ -1199,34 +1177,6 @@ mod tests {
             Ok(_) => panic!("different bloom bits were accepted"),
         }
         assert!(!dir.path().join("CURRENT").exists());
-    }
-
-    #[test]
-    fn sessions_in_several_threads_work_at_once() {
-        // Goal: four threads, each with its own session, write and read
-        // their own keys at the same time; every write is there after.
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = open_store(&config(), dir.path(), &["default"]);
-        let shared: &dyn Store = store.as_ref();
-        std::thread::scope(|scope| {
-            for t in 0..4 {
-                scope.spawn(move || {
-                    let mut session = shared.session().expect("session");
-                    let mut batch = Batch::new();
-                    for i in 0..250 {
-                        let k = format!("t{t}-{i:04}");
-                        batch.clear();
-                        batch.put(0, k.as_bytes(), b"value");
-                        session.write(&batch).expect("write");
-                        assert_eq!(session.get(0, k.as_bytes()).expect("get"), Some(5));
-                        let s = session.seek(0, k.as_bytes(), 1).expect("seek");
-                        assert!(s.found);
-                    }
-                });
-            }
-        });
-        assert_eq!(scanned(shared, 0, true, usize::MAX).len(), 1000);
-        store.close().expect("close");
     }
 
     #[test]

@@ -28,6 +28,9 @@ use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
 mod spinney_store;
 
+#[cfg(test)]
+mod conformance;
+
 #[cfg(feature = "fjall")]
 mod fjall_store;
 #[cfg(feature = "leveldb")]

@@ -208,3 +208,27 @@ impl Session for SpinneySession<'_> {
         Ok(cursor.status()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::conformance;
+
+    fn open_two(engine: Engine, dir: &Path) -> Box<dyn Store> {
+        let specs = [TableSpec::named("a"), TableSpec::named("b")];
+        let config = Config {
+            engine,
+            write_buffer_size: spinney::limits::WRITE_BUFFER_BYTES_MIN,
+            ..Config::default()
+        };
+        Box::new(SpinneyStore::open(engine, &config, dir, &specs).expect("open"))
+    }
+
+    #[test]
+    fn both_kinds_do_what_every_engine_does() {
+        // Goal: the checks every adapter passes (see `conformance`), on
+        // each of spinney's kinds.
+        conformance::all(&|dir| open_two(Engine::SpinneyLsm, dir));
+        conformance::all(&|dir| open_two(Engine::SpinneyBtree, dir));
+    }
+}

@@ -1610,6 +1610,16 @@ impl WiredTigerSession<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::conformance;
+
+    #[test]
+    fn both_kinds_do_what_every_engine_does() {
+        // Goal: the checks every adapter passes (see `conformance`), on
+        // WiredTiger's B-tree and LSM.
+        for engine in ENGINES {
+            conformance::all(&|dir: &Path| open_store(engine, dir));
+        }
+    }
 
     #[test]
     fn lsm_chunks_shrink_to_fit_the_cache() {
