@@ -124,6 +124,21 @@ impl RedbStore {
             .ok_or_else(|| EngineError::peer(Engine::Redb, format!("no table number {table}")))
     }
 
+    /// Table `table` in a new read transaction: a fresh view of the
+    /// latest commit.
+    fn read_table(
+        &self,
+        table: usize,
+    ) -> EngineResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+        let txn = self
+            .db
+            .read()
+            .begin_read()
+            .map_err(|e| peer("begin a read", e))?;
+        txn.open_table(self.definition(table)?)
+            .map_err(|e| peer("open a table", e))
+    }
+
     /// Commits an empty durable transaction: every earlier commit is then
     /// on disk.
     fn make_durable(&self) -> EngineResult<()> {
@@ -265,29 +280,13 @@ impl Session for RedbSession<'_> {
     }
 
     fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {
-        let txn = self
-            .store
-            .db
-            .read()
-            .begin_read()
-            .map_err(|e| peer("begin a read", e))?;
-        let t = txn
-            .open_table(self.store.definition(table)?)
-            .map_err(|e| peer("open a table", e))?;
+        let t = self.store.read_table(table)?;
         let value = t.get(key).map_err(|e| peer("get", e))?;
         Ok(value.map(|v| v.value().len()))
     }
 
     fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {
-        let txn = self
-            .store
-            .db
-            .read()
-            .begin_read()
-            .map_err(|e| peer("begin a read", e))?;
-        let t = txn
-            .open_table(self.store.definition(table)?)
-            .map_err(|e| peer("open a table", e))?;
+        let t = self.store.read_table(table)?;
         let mut range = t.range(key..).map_err(|e| peer("seek", e))?;
         let mut seek = Seek::default();
         for i in 0..steps.max(1) {
@@ -309,15 +308,7 @@ impl Session for RedbSession<'_> {
         forward: bool,
         visit: &mut dyn FnMut(u64) -> bool,
     ) -> EngineResult<()> {
-        let txn = self
-            .store
-            .db
-            .read()
-            .begin_read()
-            .map_err(|e| peer("begin a read", e))?;
-        let t = txn
-            .open_table(self.store.definition(table)?)
-            .map_err(|e| peer("open a table", e))?;
+        let t = self.store.read_table(table)?;
         let iter = t.iter().map_err(|e| peer("scan", e))?;
         let entries: Box<dyn Iterator<Item = _>> = if forward {
             Box::new(iter)
