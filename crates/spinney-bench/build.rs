@@ -1,17 +1,25 @@
-//! Build script: compiles the WiredTiger shim and links libwiredtiger when
-//! the `wiredtiger` feature is on (Cargo then sets CARGO_FEATURE_WIREDTIGER
-//! and compiles this script with the feature's cfg); otherwise it does
-//! nothing, so that the default build needs no C compiler and no C library.
+//! Build script: compiles the C and C++ shims of the peers whose features
+//! are on (Cargo then sets CARGO_FEATURE_<NAME> and compiles this script
+//! with the features' cfgs), and links their libraries; with neither
+//! `wiredtiger` nor `rocksdb` on it does nothing, so that the default build
+//! needs no C or C++ compiler and no C library.
 //!
-//! The shim (src/engine/wiredtiger_shim.c) exists because WiredTiger's API
-//! is a table of function pointers in structs; the Rust adapter calls the
-//! shim's plain functions instead. The library is Debian's libwiredtiger-dev
-//! (scripts/install-peers.sh installs it).
+//! - src/engine/wiredtiger_shim.c exists because WiredTiger's API is a
+//!   table of function pointers in structs; the Rust adapter calls the
+//!   shim's plain functions instead (Debian's libwiredtiger-dev).
+//! - src/engine/rocksdb_shim.cc reaches the C++ calls RocksDB's C API lacks
+//!   (`DB::CompactFiles`, for compact0 and compact1) from the C API's
+//!   handles (Debian's librocksdb-dev 7.8.3); it is C++, so the C++
+//!   standard library is linked too.
+//!
+//! scripts/install-peers.sh installs both libraries.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     #[cfg(feature = "wiredtiger")]
     wiredtiger();
+    #[cfg(feature = "rocksdb")]
+    rocksdb();
 }
 
 #[cfg(feature = "wiredtiger")]
@@ -26,4 +34,23 @@ fn wiredtiger() {
         .extra_warnings(true)
         .compile("spinney_wiredtiger_shim");
     println!("cargo:rustc-link-lib=dylib=wiredtiger");
+}
+
+#[cfg(feature = "rocksdb")]
+fn rocksdb() {
+    const SHIM: &str = "src/engine/rocksdb_shim.cc";
+    println!("cargo:rerun-if-changed={SHIM}");
+    println!("cargo:rerun-if-changed=/usr/include/rocksdb/c.h");
+    println!("cargo:rerun-if-changed=/usr/include/rocksdb/db.h");
+    println!("cargo:rerun-if-changed=/usr/include/rocksdb/version.h");
+    cc::Build::new()
+        .cpp(true)
+        .file(SHIM)
+        .std("c++17")
+        .warnings(true)
+        .extra_warnings(true)
+        .cpp_link_stdlib("stdc++")
+        .compile("spinney_rocksdb_shim");
+    // After the shim's archive, so that the linker resolves its calls.
+    println!("cargo:rustc-link-lib=dylib=rocksdb");
 }

@@ -159,6 +159,13 @@ impl Engine {
         }
     }
 
+    /// True for the engines whose tables `open` can hold in a given LSM
+    /// shape and give a memtable size of their own (`TableSpec`'s
+    /// `hold_shape` and `write_buffer_bytes`).
+    pub(crate) fn holds_shape(self) -> bool {
+        matches!(self, Engine::SpinneyLsm | Engine::Rocksdb)
+    }
+
     /// A file only this engine's databases hold, or one that marks a
     /// database of it: `destroy` deletes a directory only when it holds one.
     pub(crate) fn marker(self) -> &'static str {
@@ -255,12 +262,28 @@ impl std::error::Error for EngineError {
 /// The result of an engine call.
 pub(crate) type EngineResult<T> = Result<T, EngineError>;
 
-/// One table a run opens: its name, and the bloom bits per key of its
-/// filters when they differ from `Config::bloom_bits`.
+/// One table a run opens: its name, and what differs from the
+/// configuration's options for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableSpec {
     pub name: String,
+    /// Bloom bits per key of its filters, when they differ from
+    /// `Config::bloom_bits` (0: no filter).
     pub bloom_bits: Option<u32>,
+    /// Bytes of its memtable, when they differ from
+    /// `Config::write_buffer_size`.
+    pub write_buffer_bytes: Option<usize>,
+    /// Hold the table's LSM shape still (the lsm-shape scenario): no
+    /// compaction runs unless asked for (`Store::operation`), L0 is never
+    /// due for one, and levels are sized statically (so that compact0
+    /// moves L0 into L1 and compact1 L1 into L2). A memtable that fills is
+    /// still flushed into an L0 run. spinney does this for the whole
+    /// database (no background threads, no autowork: nothing but the
+    /// writer flushes a full memtable); RocksDB per column family
+    /// (`disable_auto_compactions`, L0 triggers at spinney's largest,
+    /// `level_compaction_dynamic_level_bytes` off). Only `open` of the two
+    /// engines that can takes it (`holds_shape`).
+    pub hold_shape: bool,
 }
 
 impl TableSpec {
@@ -269,8 +292,58 @@ impl TableSpec {
         TableSpec {
             name: name.to_string(),
             bloom_bits: None,
+            write_buffer_bytes: None,
+            hold_shape: false,
         }
     }
+}
+
+/// An LSM table's shape: the trees a read may have to search (seed 001's
+/// "LSM tree shape"), as the engine reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LsmShape {
+    /// Entries in the active memtable.
+    pub memtable_entries: u64,
+    /// Bytes of the active memtable, as the engine measures them (arena
+    /// or skiplist bytes: not comparable between engines).
+    pub memtable_bytes: u64,
+    /// Frozen memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Sorted runs in L0 (RocksDB: L0 files, one per flush).
+    pub l0_runs: usize,
+    /// SSTs of L1, L2, ... in order (index 0 is L1), empty levels included
+    /// up to the last level the engine has.
+    pub level_files: Vec<usize>,
+}
+
+impl LsmShape {
+    /// Trees a point read may search: the active memtable (even empty),
+    /// the immutable ones, every L0 run and every non-empty deeper level.
+    pub fn trees(&self) -> usize {
+        1 + self.immutable_memtables
+            + self.l0_runs
+            + self.level_files.iter().filter(|&&f| f > 0).count()
+    }
+}
+
+/// One thread's read counters over a stretch of reads through one
+/// session, in the lab's columns; `None` where the engine keeps no counter
+/// the column can be read from. What each column is for each engine:
+/// docs/bench.md, "lsm-shape".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ReadCounts {
+    /// Memtables, L0 runs and level files searched.
+    pub trees_searched: Option<u64>,
+    /// Bloom filters consulted.
+    pub bloom_checks: Option<u64>,
+    /// Bloom filters that ruled a file out.
+    pub bloom_negatives: Option<u64>,
+    /// Key comparisons.
+    pub keys_compared: Option<u64>,
+    /// Blocks found in the block cache.
+    pub blocks_from_cache: Option<u64>,
+    /// Blocks read from their file.
+    pub blocks_from_storage: Option<u64>,
 }
 
 /// The engine's own file I/O counters, where it keeps them (spinney does);
@@ -345,6 +418,13 @@ pub(crate) trait Store: Send + Sync {
         false
     }
 
+    /// The LSM shape of table `table` now; `None` when the engine does not
+    /// report one (a B-tree, or an LSM engine the lab cannot see into).
+    fn lsm_shape(&self, table: usize) -> EngineResult<Option<LsmShape>> {
+        let _ = table;
+        Ok(None)
+    }
+
     /// Closes the database, waiting for its work to end.
     fn close(self: Box<Self>) -> EngineResult<()>;
 }
@@ -370,6 +450,20 @@ pub(crate) trait Session {
         forward: bool,
         visit: &mut dyn FnMut(u64) -> bool,
     ) -> EngineResult<()>;
+
+    /// Starts counting the reads this session makes in this thread, from
+    /// zero, until `take_read_counts`; `false` when the engine keeps no
+    /// read counters (nothing is counted then). Counting is off otherwise,
+    /// and costs the reads nothing then.
+    fn start_read_counts(&mut self) -> EngineResult<bool> {
+        Ok(false)
+    }
+
+    /// Stops counting and returns what was counted since
+    /// `start_read_counts`; `None` when nothing was being counted.
+    fn take_read_counts(&mut self) -> EngineResult<Option<ReadCounts>> {
+        Ok(None)
+    }
 }
 
 /// A write of a batch: a put or a delete on one table.
@@ -471,6 +565,19 @@ pub(crate) fn open(
     dir: &Path,
     tables: &[TableSpec],
 ) -> Result<Box<dyn Store>, BenchError> {
+    if !engine.holds_shape() {
+        if let Some(spec) = tables
+            .iter()
+            .find(|t| t.hold_shape || t.write_buffer_bytes.is_some())
+        {
+            return Err(BenchError::Config(format!(
+                "the lab cannot hold the LSM shape of {engine}'s table '{}' still or size its memtable (only {} and {} take those options)",
+                spec.name,
+                Engine::SpinneyLsm,
+                Engine::Rocksdb
+            )));
+        }
+    }
     match engine {
         Engine::SpinneyLsm | Engine::SpinneyBtree => {
             spinney_store::SpinneyStore::open(engine, config, dir, tables)

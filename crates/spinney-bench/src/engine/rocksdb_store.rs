@@ -59,12 +59,48 @@
 //! `bottommost_level_compaction` (`kIfHaveCompactionFilter`): every level
 //! is merged into the lowest level holding data, which is then one sorted
 //! run as spinney's `compact_all` leaves it, without the second rewrite
-//! of that level that `kForce` would add. `compact0` and `compact1` are
-//! not supported: the 7.8 C API has no `CompactFiles` and
-//! `CompactRange` always takes every level. `waitforcompaction` polls
-//! the properties (7.8's C API has no `WaitForCompact`). `checkpoint` is
-//! not supported: RocksDB's Checkpoint copies the database, a different
-//! thing from spinney's B-tree checkpoint.
+//! of that level that `kForce` would add. `compact0` and `compact1`
+//! compact every file of L0 (L1) of every table into L1 (L2) with
+//! `DB::CompactFiles`, as db_bench's do, through the C++ shim
+//! (`rocksdb_shim.cc`: the 7.8 C API has no `CompactFiles`, and its
+//! `CompactRange` always takes every level); the output level's
+//! overlapping files join the compaction, and with levels sized
+//! statically (the default) L1 is always the level below L0. When a
+//! background compaction holds some of the files, the adapter waits for
+//! it and tries again. `waitforcompaction` polls the properties (7.8's C
+//! API has no `WaitForCompact`). `checkpoint` is not supported: RocksDB's
+//! Checkpoint copies the database, a different thing from spinney's
+//! B-tree checkpoint.
+//!
+//! A table whose spec holds its shape (`TableSpec::hold_shape`, the
+//! lsm-shape scenario) is a column family with `disable_auto_compactions`,
+//! L0 triggers (compaction, slowdown, stop) all at spinney's
+//! `L0_TRIGGER_MAX` and `level_compaction_dynamic_level_bytes` off (the
+//! default, set to be sure): only the flushes of full memtables run on
+//! their own. `TableSpec::write_buffer_bytes` sets the column family's
+//! `write_buffer_size`.
+//!
+//! Read counts (`Session::start_read_counts`) come from RocksDB's perf
+//! context of the session's thread, at `kEnableCount` while counting and
+//! back at `kDisable` after. The columns: bloom checks are
+//! `bloom_sst_hit_count + bloom_sst_miss_count` (full filters consulted:
+//! "hit" is "may match"), bloom negatives `bloom_sst_miss_count`, keys
+//! compared `user_key_comparison_count` (every call of RocksDB's user
+//! comparator wrapper: memtable and block searches, and also the merging
+//! iterator's heap and the binary searches that pick a level's file, which
+//! spinney leaves out), blocks from cache `block_cache_hit_count` and from
+//! storage `block_read_count` (index and filter blocks live in the table
+//! readers, outside the cache, so both count data blocks). Trees searched
+//! has no counter of its own and depends on what was read: for seeks,
+//! `seek_child_seek_count` (one per child of the merging iterator:
+//! memtables, each L0 file, one per non-empty level, as spinney counts);
+//! for gets on a table with filters, `get_from_memtable_count` (non-empty
+//! memtables searched; spinney also counts an empty one) plus the filters
+//! consulted (one per SST whose key range holds the key); for gets on a
+//! table without, `get_from_memtable_count` plus the data blocks read
+//! from cache or storage, an upper bound (an SST searched reads one data
+//! block, or two when the key falls between a block's last key and the
+//! index's separator); for a mix of those, or scans, `None`.
 //!
 //! Thread-safety: RocksDB's `DB`, column family handles and cache are
 //! thread-safe, and the options are only read once the database is open;
@@ -80,7 +116,10 @@ use std::time::Duration;
 
 use spinney::{Compression, Durability};
 
-use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
+use super::{
+    Batch, Engine, EngineError, EngineResult, LsmShape, Op, ReadCounts, Seek, Session, Store,
+    TableSpec,
+};
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
 /// RocksDB's `PerfLevel::kDisable` (rocksdb/perf_level.h).
@@ -118,7 +157,25 @@ mod ffi {
         rocksdb_writebatch_t,
         rocksdb_iterator_t,
         rocksdb_pinnableslice_t,
+        rocksdb_perfcontext_t,
     );
+
+    /// `rocksdb_enable_count` of c.h's perf levels (rocksdb_shim.cc checks
+    /// this number and the metrics' against c.h when it compiles).
+    pub const PERF_LEVEL_ENABLE_COUNT: c_int = 2;
+
+    /// The perf context metrics of c.h that `ReadCounts` is read from.
+    pub const USER_KEY_COMPARISON_COUNT: c_int = 0;
+    pub const BLOCK_CACHE_HIT_COUNT: c_int = 1;
+    pub const BLOCK_READ_COUNT: c_int = 2;
+    pub const GET_FROM_MEMTABLE_COUNT: c_int = 16;
+    pub const SEEK_CHILD_SEEK_COUNT: c_int = 24;
+    pub const BLOOM_SST_HIT_COUNT: c_int = 44;
+    pub const BLOOM_SST_MISS_COUNT: c_int = 45;
+
+    /// What `spinney_rocksdb_compact_level` returns.
+    pub const COMPACTED: c_int = 0;
+    pub const COMPACTION_BUSY: c_int = 1;
 
     /// `rocksdb_no_compression` and friends of c.h.
     pub const NO_COMPRESSION: c_int = 0;
@@ -139,6 +196,26 @@ mod ffi {
         pub fn rocksdb_options_set_env(options: *mut rocksdb_options_t, env: *mut rocksdb_env_t);
         pub fn rocksdb_options_set_write_buffer_size(options: *mut rocksdb_options_t, s: usize);
         pub fn rocksdb_options_set_compression(options: *mut rocksdb_options_t, t: c_int);
+        pub fn rocksdb_options_set_disable_auto_compactions(
+            options: *mut rocksdb_options_t,
+            disable: c_int,
+        );
+        pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
+            options: *mut rocksdb_options_t,
+            n: c_int,
+        );
+        pub fn rocksdb_options_set_level0_slowdown_writes_trigger(
+            options: *mut rocksdb_options_t,
+            n: c_int,
+        );
+        pub fn rocksdb_options_set_level0_stop_writes_trigger(
+            options: *mut rocksdb_options_t,
+            n: c_int,
+        );
+        pub fn rocksdb_options_set_level_compaction_dynamic_level_bytes(
+            options: *mut rocksdb_options_t,
+            v: u8,
+        );
         pub fn rocksdb_options_set_block_based_table_factory(
             options: *mut rocksdb_options_t,
             table_options: *mut rocksdb_block_based_table_options_t,
@@ -283,6 +360,29 @@ mod ffi {
         ) -> c_int;
 
         pub fn rocksdb_free(ptr: *mut c_void);
+
+        /// The calling thread's perf context (the handle wraps a pointer to
+        /// thread-local storage: it must stay in that thread).
+        pub fn rocksdb_perfcontext_create() -> *mut rocksdb_perfcontext_t;
+        pub fn rocksdb_perfcontext_reset(context: *mut rocksdb_perfcontext_t);
+        pub fn rocksdb_perfcontext_metric(context: *mut rocksdb_perfcontext_t, metric: c_int)
+            -> u64;
+        pub fn rocksdb_perfcontext_destroy(context: *mut rocksdb_perfcontext_t);
+    }
+
+    // rocksdb_shim.cc, compiled by build.rs.
+    extern "C" {
+        /// Compacts every file of `level` into `level + 1`
+        /// (`DB::CompactFiles`): `COMPACTED` (also when the level is
+        /// empty), `COMPACTION_BUSY` when a background compaction holds
+        /// some of the files, or -1; both failures leave a message in
+        /// `errptr`.
+        pub fn spinney_rocksdb_compact_level(
+            db: *mut rocksdb_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            level: c_int,
+            errptr: *mut *mut c_char,
+        ) -> c_int;
     }
 }
 
@@ -367,6 +467,12 @@ owned!(
     WriteBatch,
     ffi::rocksdb_writebatch_t,
     ffi::rocksdb_writebatch_destroy
+);
+owned!(
+    /// The handle of the perf context of the thread that made it.
+    PerfContext,
+    ffi::rocksdb_perfcontext_t,
+    ffi::rocksdb_perfcontext_destroy
 );
 
 /// A RocksDB error saying `message`, in the lab's terms.
@@ -528,6 +634,10 @@ pub(crate) struct RocksStore {
     write_options: WriteOptions,
     /// Each table's index in `families`, in the order given to `open`.
     tables: Vec<usize>,
+    /// Each table's name and bloom bits per key (0: no filter), in the
+    /// same order.
+    table_names: Vec<String>,
+    bloom_bits: Vec<u32>,
     _family_options: Vec<Options>,
     _db_options: Options,
     _cache: Cache,
@@ -616,12 +726,14 @@ impl RocksStore {
         }
         let mut family_options = Vec::with_capacity(names.len());
         for name in &names {
-            let bits = specs
+            let spec = specs
                 .iter()
-                .find(|spec| spec.name.as_bytes() == name.to_bytes())
-                .and_then(|spec| spec.bloom_bits)
-                .unwrap_or(s.bloom_bits);
-            family_options.push(family_options_of(s, &cache, bits)?);
+                .find(|spec| spec.name.as_bytes() == name.to_bytes());
+            family_options.push(family_options_of(
+                s,
+                &cache,
+                &FamilySettings::of(s, spec),
+            )?);
         }
         let count = c_int::try_from(names.len())
             .map_err(|_| peer(format!("{} column families are too many", names.len())))?;
@@ -680,11 +792,18 @@ impl RocksStore {
                 c_int::from(s.durability == Durability::Off),
             );
         }
+        let bloom_bits = specs
+            .iter()
+            .map(|spec| FamilySettings::of(s, Some(spec)).bloom_bits)
+            .collect();
+        let table_names = specs.iter().map(|spec| spec.name.clone()).collect();
         Ok(RocksStore {
             families,
             db,
             write_options,
             tables,
+            table_names,
+            bloom_bits,
             _family_options: family_options,
             _db_options: db_options,
             _cache: cache,
@@ -800,6 +919,50 @@ impl RocksStore {
         Ok(())
     }
 
+    /// Compacts every file of `level` of every table into `level + 1`
+    /// (compact0, compact1). A background compaction holding some of the
+    /// files is waited for, and the compaction tried again, up to
+    /// `BUSY_ATTEMPTS` times.
+    fn compact_level(&self, level: c_int) -> EngineResult<()> {
+        const BUSY_ATTEMPTS: usize = 10;
+        for (table, &i) in self.tables.iter().enumerate() {
+            let Some(family) = self.families.get(i) else {
+                continue;
+            };
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                let mut err = ptr::null_mut();
+                // SAFETY: the database and handle are live for the call;
+                // the shim only reads their `rep` pointers and leaves any
+                // message in `err`.
+                let outcome = unsafe {
+                    ffi::spinney_rocksdb_compact_level(
+                        self.db.ptr(),
+                        family.ptr(),
+                        level,
+                        &mut err,
+                    )
+                };
+                let name = self.table_names.get(table).map_or("?", String::as_str);
+                let what = format!("compact L{level} of table '{name}'");
+                if outcome == ffi::COMPACTED {
+                    check(err, &what)?;
+                    break;
+                }
+                if outcome == ffi::COMPACTION_BUSY && attempts < BUSY_ATTEMPTS {
+                    // The message only says which file was busy.
+                    let _ = check(err, &what);
+                    self.wait_for_compaction()?;
+                    continue;
+                }
+                check(err, &what)?;
+                return Err(peer(format!("{what}: failed without a message")));
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until no flush or compaction is running or pending in any
     /// column family, polling (7.8's C API has no WaitForCompact).
     fn wait_for_compaction(&self) -> EngineResult<()> {
@@ -832,9 +995,43 @@ impl RocksStore {
     }
 }
 
-/// The options of one column family: the shared cache, the bloom filter
-/// of `bloom_bits`, the write buffer and the compression.
-fn family_options_of(s: &Settings, cache: &Cache, bloom_bits: u32) -> EngineResult<Options> {
+/// What one column family is given beyond the settings all share: its
+/// table's spec, or the configuration's options for a column family the
+/// run did not ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FamilySettings {
+    bloom_bits: u32,
+    write_buffer_bytes: usize,
+    hold_shape: bool,
+}
+
+impl FamilySettings {
+    fn of(s: &Settings, spec: Option<&TableSpec>) -> FamilySettings {
+        FamilySettings {
+            bloom_bits: spec.and_then(|t| t.bloom_bits).unwrap_or(s.bloom_bits),
+            write_buffer_bytes: spec
+                .and_then(|t| t.write_buffer_bytes)
+                .unwrap_or(s.write_buffer_bytes),
+            hold_shape: spec.is_some_and(|t| t.hold_shape),
+        }
+    }
+}
+
+/// The L0 triggers of a held shape: spinney's largest L0 trigger, which its
+/// held tables get too, for compaction, slowdown and stop alike (RocksDB
+/// wants slowdown >= compaction and stop >= slowdown).
+const HELD_L0_TRIGGER: c_int = spinney::limits::L0_TRIGGER_MAX as c_int;
+const _: () = assert!(HELD_L0_TRIGGER > 0);
+
+/// The options of one column family: the shared cache, the bloom filter,
+/// the write buffer and the compression, and a held shape's compaction
+/// settings.
+fn family_options_of(
+    s: &Settings,
+    cache: &Cache,
+    family: &FamilySettings,
+) -> EngineResult<Options> {
+    let bloom_bits = family.bloom_bits;
     // SAFETY: plain constructors.
     let options = Options::new(unsafe { ffi::rocksdb_options_create() }, "create options")?;
     // SAFETY: a plain constructor.
@@ -861,8 +1058,24 @@ fn family_options_of(s: &Settings, cache: &Cache, bloom_bits: u32) -> EngineResu
     unsafe {
         ffi::rocksdb_block_based_options_set_block_cache(table.ptr(), cache.ptr());
         ffi::rocksdb_options_set_block_based_table_factory(options.ptr(), table.ptr());
-        ffi::rocksdb_options_set_write_buffer_size(options.ptr(), s.write_buffer_bytes);
+        ffi::rocksdb_options_set_write_buffer_size(options.ptr(), family.write_buffer_bytes);
         ffi::rocksdb_options_set_compression(options.ptr(), s.compression_type());
+    }
+    if family.hold_shape {
+        // SAFETY: `options` is live; the setters take plain values.
+        unsafe {
+            ffi::rocksdb_options_set_disable_auto_compactions(options.ptr(), 1);
+            ffi::rocksdb_options_set_level0_file_num_compaction_trigger(
+                options.ptr(),
+                HELD_L0_TRIGGER,
+            );
+            ffi::rocksdb_options_set_level0_slowdown_writes_trigger(
+                options.ptr(),
+                HELD_L0_TRIGGER,
+            );
+            ffi::rocksdb_options_set_level0_stop_writes_trigger(options.ptr(), HELD_L0_TRIGGER);
+            ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(options.ptr(), 0);
+        }
     }
     Ok(options)
 }
@@ -919,6 +1132,7 @@ impl Store for RocksStore {
             store: self,
             batch,
             read_options,
+            counting: None,
         }))
     }
 
@@ -926,6 +1140,8 @@ impl Store for RocksStore {
         match op {
             Benchmark::Flush => self.flush()?,
             Benchmark::Compact | Benchmark::CompactAll => self.compact_all()?,
+            Benchmark::Compact0 => self.compact_level(0)?,
+            Benchmark::Compact1 => self.compact_level(1)?,
             Benchmark::WaitForCompaction => self.wait_for_compaction()?,
             _ => return Ok(false),
         }
@@ -968,6 +1184,27 @@ impl Store for RocksStore {
         }
     }
 
+    fn lsm_shape(&self, table: usize) -> EngineResult<Option<LsmShape>> {
+        let family = self.family(table)?;
+        let int = |name: &CStr| self.require_int(family, name);
+        let files_at = |level: usize| -> Option<usize> {
+            let name = CString::new(format!("rocksdb.num-files-at-level{level}")).ok()?;
+            self.property(family, &name)?.trim().parse().ok()
+        };
+        let l0_runs = files_at(0)
+            .ok_or_else(|| peer("RocksDB does not know rocksdb.num-files-at-level0".into()))?;
+        // The property is unknown past the last level, which ends the list.
+        let level_files = (1..).map_while(files_at).collect();
+        Ok(Some(LsmShape {
+            memtable_entries: int(c"rocksdb.num-entries-active-mem-table")?,
+            memtable_bytes: int(c"rocksdb.cur-size-active-mem-table")?,
+            immutable_memtables: usize::try_from(int(c"rocksdb.num-immutable-mem-table")?)
+                .unwrap_or(usize::MAX),
+            l0_runs,
+            level_files,
+        }))
+    }
+
     fn close(self: Box<Self>) -> EngineResult<()> {
         // Dropping closes: the handles first, then the database, whose
         // close waits for the background jobs that are running (RocksDB
@@ -983,6 +1220,67 @@ struct RocksSession<'a> {
     store: &'a RocksStore,
     batch: WriteBatch,
     read_options: ReadOptions,
+    /// While counting reads: the thread's perf context and what was read.
+    counting: Option<Counting>,
+}
+
+/// A session's read counting: its thread's perf context, and the reads
+/// made since counting started, which decide what "trees searched" is
+/// read from (see the module header).
+struct Counting {
+    context: PerfContext,
+    gets_with_filter: u64,
+    gets_without_filter: u64,
+    seeks: u64,
+    scans: u64,
+}
+
+impl Counting {
+    fn metric(&self, metric: c_int) -> u64 {
+        // SAFETY: the context is live and belongs to this thread (a session
+        // stays in the thread that made it); any metric number is accepted.
+        unsafe { ffi::rocksdb_perfcontext_metric(self.context.ptr(), metric) }
+    }
+
+    /// The counts in the lab's columns.
+    fn counts(&self) -> ReadCounts {
+        let memtables = self.metric(ffi::GET_FROM_MEMTABLE_COUNT);
+        let bloom_hits = self.metric(ffi::BLOOM_SST_HIT_COUNT);
+        let bloom_misses = self.metric(ffi::BLOOM_SST_MISS_COUNT);
+        let from_cache = self.metric(ffi::BLOCK_CACHE_HIT_COUNT);
+        let from_storage = self.metric(ffi::BLOCK_READ_COUNT);
+        let trees_searched = match (
+            self.gets_with_filter,
+            self.gets_without_filter,
+            self.seeks,
+            self.scans,
+        ) {
+            (0, 0, 0, 0) => Some(0),
+            (_, 0, 0, 0) => Some(memtables + bloom_hits + bloom_misses),
+            (0, _, 0, 0) => Some(memtables + from_cache + from_storage),
+            (0, 0, _, 0) => Some(self.metric(ffi::SEEK_CHILD_SEEK_COUNT)),
+            _ => None,
+        };
+        ReadCounts {
+            trees_searched,
+            bloom_checks: Some(bloom_hits + bloom_misses),
+            bloom_negatives: Some(bloom_misses),
+            keys_compared: Some(self.metric(ffi::USER_KEY_COMPARISON_COUNT)),
+            blocks_from_cache: Some(from_cache),
+            blocks_from_storage: Some(from_storage),
+        }
+    }
+}
+
+impl Drop for RocksSession<'_> {
+    fn drop(&mut self) {
+        if self.counting.is_some() {
+            // A session dropped while counting leaves its thread as the
+            // session found it.
+            // SAFETY: sets a thread-local level; any value is accepted.
+            unsafe { ffi::rocksdb_set_perf_level(PERF_LEVEL_DISABLE) };
+        }
+    }
 }
 
 impl RocksSession<'_> {
@@ -1057,6 +1355,13 @@ impl Session for RocksSession<'_> {
 
     fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {
         let family = self.store.family(table)?;
+        if let Some(c) = &mut self.counting {
+            if self.store.bloom_bits.get(table).is_some_and(|&b| b > 0) {
+                c.gets_with_filter += 1;
+            } else {
+                c.gets_without_filter += 1;
+            }
+        }
         let mut err = ptr::null_mut();
         // SAFETY: the database, options and handle are live; the key is
         // read during the call only.
@@ -1084,6 +1389,9 @@ impl Session for RocksSession<'_> {
     }
 
     fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {
+        if let Some(c) = &mut self.counting {
+            c.seeks += 1;
+        }
         let mut iter = self.iterator(table)?;
         iter.seek(key);
         let mut seek = Seek {
@@ -1107,6 +1415,9 @@ impl Session for RocksSession<'_> {
         forward: bool,
         visit: &mut dyn FnMut(u64) -> bool,
     ) -> EngineResult<()> {
+        if let Some(c) = &mut self.counting {
+            c.scans += 1;
+        }
         let mut iter = self.iterator(table)?;
         if forward {
             iter.seek_to_first();
@@ -1124,6 +1435,41 @@ impl Session for RocksSession<'_> {
             }
         }
         iter.status("scan")
+    }
+
+    fn start_read_counts(&mut self) -> EngineResult<bool> {
+        let context = match self.counting.take() {
+            Some(c) => c.context,
+            // SAFETY: a plain constructor; the handle points at this
+            // thread's perf context, and the session stays in this thread.
+            None => PerfContext::new(
+                unsafe { ffi::rocksdb_perfcontext_create() },
+                "create a perf context",
+            )?,
+        };
+        // SAFETY: sets this thread's level and zeroes its live context.
+        unsafe {
+            ffi::rocksdb_set_perf_level(ffi::PERF_LEVEL_ENABLE_COUNT);
+            ffi::rocksdb_perfcontext_reset(context.ptr());
+        }
+        self.counting = Some(Counting {
+            context,
+            gets_with_filter: 0,
+            gets_without_filter: 0,
+            seeks: 0,
+            scans: 0,
+        });
+        Ok(true)
+    }
+
+    fn take_read_counts(&mut self) -> EngineResult<Option<ReadCounts>> {
+        let Some(counting) = self.counting.take() else {
+            return Ok(None);
+        };
+        // Off again first, as every session of the lab runs (see `session`).
+        // SAFETY: sets a thread-local level; any value is accepted.
+        unsafe { ffi::rocksdb_set_perf_level(PERF_LEVEL_DISABLE) };
+        Ok(Some(counting.counts()))
     }
 }
 
@@ -1379,8 +1725,9 @@ mod tests {
     #[test]
     fn operations_do_what_they_claim_and_refuse_the_rest() {
         // Goal: flush empties the memtable into an L0 SST, compact leaves
-        // no L0 file and keeps the data, waitforcompaction returns, and
-        // the operations RocksDB's C API cannot do say so.
+        // no L0 file and keeps the data, compact0 and compact1 run,
+        // waitforcompaction returns, and the operations RocksDB has no
+        // equivalent of say so.
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open_store(&config(), dir.path(), &["default", "other"]);
         fill(store.as_ref(), 0, 300);
@@ -1395,13 +1742,10 @@ mod tests {
         assert_eq!(shape.l0_runs, 0, "{shape:?}");
         assert!(shape.sst_files >= 1, "{shape:?}");
         assert!(store.operation(Benchmark::CompactAll).expect("compactall"));
+        assert!(store.operation(Benchmark::Compact0).expect("compact0"));
+        assert!(store.operation(Benchmark::Compact1).expect("compact1"));
         assert!(store.operation(Benchmark::WaitForCompaction).expect("wait"));
-        for op in [
-            Benchmark::Compact0,
-            Benchmark::Compact1,
-            Benchmark::Checkpoint,
-            Benchmark::FillSeq,
-        ] {
+        for op in [Benchmark::Checkpoint, Benchmark::FillSeq] {
             assert!(!store.operation(op).expect("operation"), "{op}");
         }
         assert_eq!(scanned(store.as_ref(), 0, true, usize::MAX).len(), 300);
@@ -1417,6 +1761,202 @@ mod tests {
         assert!(shape.contains("Level"), "{shape}");
         assert_eq!(store.printout(Benchmark::ReadSeq).expect("printout"), None);
         store.close().expect("close");
+    }
+
+    /// The files of table `table` per level, L0 first.
+    fn files_per_level(store: &dyn Store, table: usize) -> Vec<usize> {
+        let shape = store
+            .lsm_shape(table)
+            .expect("shape")
+            .expect("RocksDB reports its shape");
+        std::iter::once(shape.l0_runs)
+            .chain(shape.level_files)
+            .collect()
+    }
+
+    /// Overwrites keys `0..count` of `table` (values one byte longer than
+    /// `fill`'s, so that a scan still sees `count` entries).
+    fn overwrite(store: &dyn Store, table: usize, count: usize) {
+        let mut session = store.session().expect("session");
+        let mut batch = Batch::new();
+        for i in 0..count {
+            batch.put(table, &key(i), &vec![b'w'; i + 2]);
+        }
+        session.write(&batch).expect("write");
+    }
+
+    #[test]
+    fn compact0_and_compact1_move_files_down_one_level() {
+        // Goal: compact0 merges every L0 file of every table into L1,
+        // together with the L1 files they overlap; compact1 merges L1 into
+        // L2; neither loses or duplicates an entry, and with nothing to
+        // compact both do nothing. Method: flush L0 files by hand and
+        // count the files per level after each operation.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = open_store(&config(), dir.path(), &["default", "other"]);
+        let store = store.as_ref();
+        assert!(store.operation(Benchmark::Compact0).expect("empty compact0"));
+        fill(store, 0, 300);
+        fill(store, 1, 40);
+        assert!(store.operation(Benchmark::Flush).expect("flush"));
+        overwrite(store, 0, 150);
+        assert!(store.operation(Benchmark::Flush).expect("flush"));
+        assert_eq!(files_per_level(store, 0)[..3], [2, 0, 0]);
+        assert_eq!(files_per_level(store, 1)[..3], [1, 0, 0]);
+
+        assert!(store.operation(Benchmark::Compact0).expect("compact0"));
+        for table in [0, 1] {
+            let files = files_per_level(store, table);
+            assert_eq!((files[0], files[2]), (0, 0), "table {table}: {files:?}");
+            assert!(files[1] >= 1, "table {table}: {files:?}");
+        }
+        // A new L0 file overlapping L1 joins it there: L1 stays one sorted
+        // run (RocksDB would refuse overlapping files in L1).
+        overwrite(store, 0, 300);
+        assert!(store.operation(Benchmark::Flush).expect("flush"));
+        assert!(store.operation(Benchmark::Compact0).expect("compact0"));
+        assert_eq!(files_per_level(store, 0)[0], 0);
+
+        assert!(store.operation(Benchmark::Compact1).expect("compact1"));
+        for table in [0, 1] {
+            let files = files_per_level(store, table);
+            assert_eq!((files[0], files[1]), (0, 0), "table {table}: {files:?}");
+            assert!(files[2] >= 1, "table {table}: {files:?}");
+        }
+        assert!(store.operation(Benchmark::Compact1).expect("empty compact1"));
+        assert_eq!(scanned(store, 0, true, usize::MAX).len(), 300);
+        assert_eq!(scanned(store, 1, true, usize::MAX).len(), 40);
+        let mut session = store.session().expect("session");
+        assert_eq!(session.get(0, &key(299)).expect("get"), Some(301));
+        drop(session);
+    }
+
+    /// Two tables held still, with 64 KiB memtables: `bloom` with filters
+    /// and `plain` without.
+    fn held_specs() -> Vec<TableSpec> {
+        ["bloom", "plain"]
+            .iter()
+            .zip([10, 0])
+            .map(|(name, bits)| TableSpec {
+                bloom_bits: Some(bits),
+                write_buffer_bytes: Some(64 << 10),
+                hold_shape: true,
+                ..TableSpec::named(name)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_held_shape_keeps_its_l0_files_until_asked() {
+        // Goal: with the shape held, ten L0 files (past RocksDB's default
+        // trigger of four) stay in L0 after waiting for compactions, and
+        // compact0 still moves them. Method: flush ten times, wait, count.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = match open(&config(), dir.path(), &held_specs()) {
+            Ok(store) => store,
+            Err(e) => panic!("open failed: {e}"),
+        };
+        let store = store.as_ref();
+        for _ in 0..10 {
+            overwrite(store, 0, 20);
+            assert!(store.operation(Benchmark::Flush).expect("flush"));
+        }
+        assert!(store.operation(Benchmark::WaitForCompaction).expect("wait"));
+        assert_eq!(files_per_level(store, 0)[..2], [10, 0]);
+        assert!(store.operation(Benchmark::Compact0).expect("compact0"));
+        assert_eq!(files_per_level(store, 0)[..2], [0, 1]);
+    }
+
+    /// This thread's perf context's count of key comparisons, read without
+    /// changing the level or resetting it.
+    fn thread_comparisons() -> u64 {
+        // SAFETY: a plain constructor; the handle is used and destroyed in
+        // this thread.
+        let context = PerfContext::new(unsafe { ffi::rocksdb_perfcontext_create() }, "perf")
+            .expect("perf context");
+        // SAFETY: the context is live and this thread's.
+        unsafe { ffi::rocksdb_perfcontext_metric(context.ptr(), ffi::USER_KEY_COMPARISON_COUNT) }
+    }
+
+    #[test]
+    fn read_counts_follow_the_reads_and_stop_after() {
+        // Goal: while a session counts, gets on a table with filters
+        // count filter checks and trees, gets on one without count data
+        // blocks as trees, seeks count the merging iterator's children,
+        // a mix gives no tree count; after `take_read_counts` the thread
+        // counts nothing. Method: three L0 files and a memtable, read
+        // keys that exist only in the oldest file.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = match open(&config(), dir.path(), &held_specs()) {
+            Ok(store) => store,
+            Err(e) => panic!("open failed: {e}"),
+        };
+        let store = store.as_ref();
+        fill(store, 0, 100);
+        fill(store, 1, 100);
+        assert!(store.operation(Benchmark::Flush).expect("flush"));
+        for round in 0..3 {
+            let mut session = store.session().expect("session");
+            let mut batch = Batch::new();
+            for table in [0, 1] {
+                batch.put(table, format!("key{round}a").as_bytes(), b"x");
+                batch.put(table, format!("key{round}z").as_bytes(), b"x");
+            }
+            session.write(&batch).expect("write");
+            drop(session);
+            if round < 2 {
+                assert!(store.operation(Benchmark::Flush).expect("flush"));
+            }
+        }
+        // L0: three files whose ranges all hold key0050; a memtable too.
+        assert_eq!(files_per_level(store, 0)[0], 3);
+        let mut session = store.session().expect("session");
+        assert_eq!(session.take_read_counts().expect("take"), None);
+
+        assert!(session.start_read_counts().expect("start"));
+        for _ in 0..10 {
+            assert!(session.get(0, &key(50)).expect("get").is_some());
+        }
+        let with = session.take_read_counts().expect("take").expect("counts");
+        // Per get: the memtable, then three filters (two say no), one
+        // data block.
+        assert_eq!(with.bloom_checks, Some(30));
+        assert_eq!(with.bloom_negatives, Some(20));
+        assert_eq!(with.trees_searched, Some(40));
+        assert_eq!(with.blocks_from_cache.zip(with.blocks_from_storage).map(|(c, s)| c + s), Some(10));
+        assert!(with.keys_compared.is_some_and(|k| k > 0));
+
+        assert!(session.start_read_counts().expect("start"));
+        for _ in 0..10 {
+            assert!(session.get(1, &key(50)).expect("get").is_some());
+        }
+        let without = session.take_read_counts().expect("take").expect("counts");
+        assert_eq!(without.bloom_checks, Some(0));
+        // The memtable and a data block of each of the three files (or
+        // two blocks of one: an upper bound).
+        let trees = without.trees_searched.expect("trees");
+        assert!((40..=70).contains(&trees), "{without:?}");
+
+        assert!(session.start_read_counts().expect("start"));
+        for _ in 0..10 {
+            assert!(session.seek(0, &key(50), 3).expect("seek").found);
+        }
+        let seeks = session.take_read_counts().expect("take").expect("counts");
+        // The memtable, three L0 files: four children per seek.
+        assert_eq!(seeks.trees_searched, Some(40));
+
+        assert!(session.start_read_counts().expect("start"));
+        session.get(0, &key(1)).expect("get");
+        session.seek(0, &key(1), 1).expect("seek");
+        let mixed = session.take_read_counts().expect("take").expect("counts");
+        assert_eq!(mixed.trees_searched, None);
+        assert!(mixed.keys_compared.is_some());
+
+        let before = thread_comparisons();
+        for i in 0..20 {
+            session.get(1, &key(i)).expect("get");
+        }
+        assert_eq!(thread_comparisons(), before, "counting is off again");
     }
 
     #[test]

@@ -1,14 +1,28 @@
 //! spinney's two kinds as a `Store`: one database, the run's tables all of
-//! the engine's kind, the configuration's options as they are.
+//! the engine's kind, the configuration's options as they are (but for
+//! what a `TableSpec` sets: bloom bits, write buffer, a held shape).
+//!
+//! A table whose spec holds its shape (`TableSpec::hold_shape`, LSM only)
+//! gets static leveled compaction with L0 never due (`l0_trigger` at
+//! `limits::L0_TRIGGER_MAX`, `dynamic_level_bytes` off), and the database
+//! is opened with no background threads and no autowork, so that nothing
+//! flushes or compacts unless the run asks (a writer that fills the
+//! memtable flushes it itself).
+//!
+//! Read counts are spinney's thread-local `ReadContext`, every column
+//! exactly (`Session::start_read_counts`).
 //!
 //! Thread-safety: `Db` and `Table` are shared by every thread; a session is
 //! a borrowed reference to them and a reusable batch.
 
 use std::path::Path;
 
-use spinney::{Db, Table, WriteBatch};
+use spinney::{CompactionOptions, Db, ReadContext, Table, WriteBatch};
 
-use super::{Batch, Engine, EngineResult, IoCounters, Op, Seek, Session, Store, TableSpec};
+use super::{
+    Batch, Engine, EngineResult, IoCounters, LsmShape, Op, ReadCounts, Seek, Session, Store,
+    TableSpec,
+};
 use crate::bench::setup_error;
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
@@ -27,8 +41,22 @@ impl SpinneyStore {
         specs: &[TableSpec],
     ) -> Result<SpinneyStore, BenchError> {
         let kind = engine.kind();
-        let db =
-            Db::open(dir, config.db_options()).map_err(|e| setup_error("open the database", e))?;
+        let hold = specs.iter().any(|s| s.hold_shape);
+        if hold && kind != spinney::TableKind::Lsm {
+            return Err(BenchError::Config(format!(
+                "{engine} tables have no LSM shape to hold still"
+            )));
+        }
+        let options = if hold {
+            spinney::Options {
+                background_threads: 0,
+                autowork: false,
+                ..config.db_options()
+            }
+        } else {
+            config.db_options()
+        };
+        let db = Db::open(dir, options).map_err(|e| setup_error("open the database", e))?;
         let mut tables = Vec::with_capacity(specs.len());
         for spec in specs {
             let table = match db.table(&spec.name) {
@@ -50,6 +78,16 @@ impl SpinneyStore {
                     if let Some(bits) = spec.bloom_bits {
                         options.bloom_bits_per_key = bits;
                     }
+                    if let Some(bytes) = spec.write_buffer_bytes {
+                        options.write_buffer_size = bytes;
+                    }
+                    if spec.hold_shape {
+                        options.compaction = CompactionOptions {
+                            dynamic_level_bytes: false,
+                            l0_trigger: spinney::limits::L0_TRIGGER_MAX,
+                            ..CompactionOptions::leveled()
+                        };
+                    }
                     db.create_table(&spec.name, options)
                         .map_err(|e| setup_error("create the table", e))?
                 }
@@ -69,7 +107,10 @@ impl SpinneyStore {
 
 impl Store for SpinneyStore {
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
-        Ok(Box::new(SpinneySession { store: self }))
+        Ok(Box::new(SpinneySession {
+            store: self,
+            counting: false,
+        }))
     }
 
     fn operation(&self, op: Benchmark) -> EngineResult<bool> {
@@ -138,6 +179,28 @@ impl Store for SpinneyStore {
         true
     }
 
+    fn lsm_shape(&self, table: usize) -> EngineResult<Option<LsmShape>> {
+        let shape = self.table(table)?.shape()?;
+        if shape.btree.is_some() {
+            return Ok(None);
+        }
+        // Levels are numbered from 1; place each by its number.
+        let deepest = shape.levels.iter().map(|l| l.level).max().unwrap_or(0);
+        let mut level_files = vec![0; deepest];
+        for l in &shape.levels {
+            if let Some(files) = l.level.checked_sub(1).and_then(|i| level_files.get_mut(i)) {
+                *files = l.files;
+            }
+        }
+        Ok(Some(LsmShape {
+            memtable_entries: shape.memtable_entries,
+            memtable_bytes: shape.memtable_bytes,
+            immutable_memtables: shape.immutable_memtables,
+            l0_runs: shape.l0_runs,
+            level_files,
+        }))
+    }
+
     fn close(self: Box<Self>) -> EngineResult<()> {
         let SpinneyStore { db, tables, .. } = *self;
         drop(tables);
@@ -147,6 +210,17 @@ impl Store for SpinneyStore {
 
 struct SpinneySession<'a> {
     store: &'a SpinneyStore,
+    /// Counting this thread's `ReadContext` for `take_read_counts`.
+    counting: bool,
+}
+
+impl Drop for SpinneySession<'_> {
+    fn drop(&mut self) {
+        // A session dropped while counting leaves its thread as it found it.
+        if self.counting {
+            ReadContext::disable();
+        }
+    }
 }
 
 impl Session for SpinneySession<'_> {
@@ -206,6 +280,30 @@ impl Session for SpinneySession<'_> {
             }
         }
         Ok(cursor.status()?)
+    }
+
+    fn start_read_counts(&mut self) -> EngineResult<bool> {
+        ReadContext::enable();
+        ReadContext::reset();
+        self.counting = true;
+        Ok(true)
+    }
+
+    fn take_read_counts(&mut self) -> EngineResult<Option<ReadCounts>> {
+        if !self.counting {
+            return Ok(None);
+        }
+        let c = ReadContext::take();
+        ReadContext::disable();
+        self.counting = false;
+        Ok(Some(ReadCounts {
+            trees_searched: Some(c.trees_searched),
+            bloom_checks: Some(c.bloom_checks),
+            bloom_negatives: Some(c.bloom_negatives),
+            keys_compared: Some(c.keys_compared),
+            blocks_from_cache: Some(c.blocks_from_cache),
+            blocks_from_storage: Some(c.blocks_from_storage),
+        }))
     }
 }
 

@@ -149,14 +149,18 @@ pub(crate) fn database_dir(
     Ok((dir, temp))
 }
 
-/// The engines a scenario runs: those `--compare` names; in a comparison's
+/// The engines `scenario` runs: those `--compare` names; in a comparison's
 /// child, its one engine; otherwise spinney's two kinds, or the one peer
-/// `--engine` names.
-pub(crate) fn engines(config: &Config) -> Vec<Engine> {
+/// `--engine` names. `lsm-shape`, being about LSM trees, runs on the one
+/// engine `--engine` names (spinney's LSM by default).
+pub(crate) fn engines(scenario: Scenario, config: &Config) -> Vec<Engine> {
     if !config.compare.is_empty() {
         return config.compare.clone();
     }
-    if config.results_file.is_some() || !config.engine.is_spinney() {
+    if scenario == Scenario::LsmShape
+        || config.results_file.is_some()
+        || !config.engine.is_spinney()
+    {
         return vec![config.engine];
     }
     vec![Engine::SpinneyLsm, Engine::SpinneyBtree]
@@ -165,6 +169,7 @@ pub(crate) fn engines(config: &Config) -> Vec<Engine> {
 /// What a scenario measured, in this process or gathered from children.
 enum Measured {
     BtreeVsLsm(Vec<btree_vs_lsm::Measurement>),
+    LsmShape(Vec<lsm_shape::Record>),
     Iibench(Vec<iibench::Run>),
 }
 
@@ -172,6 +177,7 @@ impl Measured {
     fn lines(&self) -> Vec<String> {
         match self {
             Measured::BtreeVsLsm(m) => m.iter().map(btree_vs_lsm::Measurement::encode).collect(),
+            Measured::LsmShape(records) => records.iter().map(lsm_shape::Record::encode).collect(),
             Measured::Iibench(runs) => runs.iter().flat_map(iibench::Run::encode).collect(),
         }
     }
@@ -185,6 +191,12 @@ impl Measured {
                     .map(|l| btree_vs_lsm::Measurement::decode(l))
                     .collect::<Result<_, _>>()?,
             )),
+            Scenario::LsmShape => Ok(Measured::LsmShape(
+                lines
+                    .iter()
+                    .map(|l| lsm_shape::Record::decode(l))
+                    .collect::<Result<_, _>>()?,
+            )),
             Scenario::Iibench => Ok(Measured::Iibench(iibench::Run::decode(lines)?)),
             other => Err(format!("{} runs in this process only", other.name())),
         }
@@ -193,15 +205,29 @@ impl Measured {
     fn summary(&self, config: &Config) -> Result<Summary, BenchError> {
         match self {
             Measured::BtreeVsLsm(m) => btree_vs_lsm::finish(config, m),
+            Measured::LsmShape(records) => lsm_shape::finish(config, records),
             Measured::Iibench(runs) => iibench::finish(config, runs),
         }
     }
 }
 
-/// True for the scenarios that run on any engine, each in a child process
-/// when compared.
+/// True for the scenarios that run on peers (each engine in a child process
+/// when compared): `btree-vs-lsm` and `iibench` on any, `lsm-shape` on
+/// those `lsm_shape::check_engines` takes.
 fn runs_on_peers(scenario: Scenario) -> bool {
-    matches!(scenario, Scenario::BtreeVsLsm | Scenario::Iibench)
+    matches!(
+        scenario,
+        Scenario::BtreeVsLsm | Scenario::LsmShape | Scenario::Iibench
+    )
+}
+
+/// Refuses, as a usage error, engines `scenario` cannot run on.
+fn check_engines(scenario: Scenario, engines: &[Engine]) -> Result<(), BenchError> {
+    match scenario {
+        Scenario::LsmShape => lsm_shape::check_engines(engines),
+        Scenario::LsmBuffers => spinney_only(scenario, engines),
+        Scenario::BtreeVsLsm | Scenario::Iibench => Ok(()),
+    }
 }
 
 /// Refuses a scenario that runs on spinney alone when a peer is asked for.
@@ -235,18 +261,13 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<Summary, BenchError> {
     let config = &with_seed(config);
-    let engines = engines(config);
+    let engines = engines(scenario, config);
+    check_engines(scenario, &engines)?;
     let measured = match scenario {
         Scenario::BtreeVsLsm => Measured::BtreeVsLsm(btree_vs_lsm::measure(config, &engines, out)?),
-        Scenario::LsmShape => {
-            spinney_only(scenario, &engines)?;
-            return publish(config, lsm_shape::run(config, out)?, out);
-        }
+        Scenario::LsmShape => Measured::LsmShape(lsm_shape::measure(config, &engines, out)?),
         Scenario::Iibench => Measured::Iibench(iibench::measure(config, &engines, out)?),
-        Scenario::LsmBuffers => {
-            spinney_only(scenario, &engines)?;
-            return publish(config, lsm_buffers::run(config, out)?, out);
-        }
+        Scenario::LsmBuffers => return publish(config, lsm_buffers::run(config, out)?, out),
     };
     if let Some(path) = &config.results_file {
         let mut text = measured.lines().join("\n");
@@ -267,8 +288,8 @@ pub fn run_in_children(
     out: &mut dyn Write,
 ) -> Result<Summary, BenchError> {
     config.validate().map_err(BenchError::Config)?;
+    check_engines(scenario, &config.compare)?;
     if !runs_on_peers(scenario) {
-        spinney_only(scenario, &config.compare)?;
         return run(scenario, config, out);
     }
     let config = &with_seed(config);
@@ -373,6 +394,43 @@ impl Fields {
         let text = self.text(name)?;
         text.parse()
             .map_err(|_| format!("field '{name}' = '{text}' is not a number of its kind"))
+    }
+
+    /// Puts text that may hold spaces (or anything else): whitespace and
+    /// `%` become `%XX` escapes of their UTF-8 bytes.
+    pub fn put_words(&mut self, name: &str, words: &str) {
+        let mut escaped = String::with_capacity(words.len());
+        for c in words.chars() {
+            if c == '%' || c.is_whitespace() {
+                let mut utf8 = [0u8; 4];
+                for b in c.encode_utf8(&mut utf8).bytes() {
+                    escaped.push_str(&format!("%{b:02X}"));
+                }
+            } else {
+                escaped.push(c);
+            }
+        }
+        self.put(name, escaped);
+    }
+
+    /// Text put by `put_words`.
+    pub fn words(&self, name: &str) -> Result<String, String> {
+        let text = self.text(name)?;
+        let bad = || format!("field '{name}' = '{text}' has a broken % escape");
+        let mut bytes = Vec::with_capacity(text.len());
+        let mut rest = text.as_bytes();
+        while let Some((&b, tail)) = rest.split_first() {
+            if b == b'%' {
+                let hex = tail.get(..2).ok_or_else(bad)?;
+                let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
+                bytes.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                rest = tail.get(2..).unwrap_or_default();
+            } else {
+                bytes.push(b);
+                rest = tail;
+            }
+        }
+        String::from_utf8(bytes).map_err(|_| bad())
     }
 
     pub fn engine(&self, name: &str) -> Result<Engine, String> {
