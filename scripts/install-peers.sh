@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the C libraries of the engines the lab measures beside spinney
 # (docs/peers.md): Debian's packages of RocksDB (with its own db_bench, for
-# the fairness check), WiredTiger, LevelDB and LMDB. The Rust peers (fjall,
-# redb) come from crates.io through Cargo.lock and need nothing here.
+# the fairness check), WiredTiger, LevelDB and LMDB, and the C and C++
+# compilers that build the lab's small shims over WiredTiger's and RocksDB's
+# APIs. The Rust peers (fjall, redb) come from crates.io through Cargo.lock
+# and need nothing here.
 #
 # Needs root (CI runs as root) or sudo. Does nothing when every package is
 # already installed.
 set -euo pipefail
 
-packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev)
+packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev gcc g++)
 
 missing=()
 for p in "${packages[@]}"; do

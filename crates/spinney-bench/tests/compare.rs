@@ -327,6 +327,86 @@ fn iibench_runs_each_engine_in_a_child_and_compares_them_all() {
 }
 
 #[test]
+fn lsm_shape_runs_spinney_and_rocksdb_in_children_and_compares_them() {
+    // Goal: lsm-shape with --compare builds the same five shapes on
+    // spinney's LSM and on RocksDB (seed 001's engine, when built), each in
+    // its own process: a row per engine, shape and query kind, the range
+    // query searching every tree (nine at pre_flush: the memtable, six L0
+    // runs, L1 and L2; two at compact_all) on both, bloom filters consulted
+    // only by the point query that has them, and each engine's own checks
+    // (the two tables keep one shape, the queries change none, every key
+    // is found) passing.
+    let mut engines = vec![Engine::SpinneyLsm];
+    engines.extend([Engine::Rocksdb].into_iter().filter(|e| e.is_built()));
+    let config = Config {
+        scale: 0.02,
+        compare: engines.clone(),
+        progress: false,
+        ..Config::default()
+    };
+    let mut out = Vec::new();
+    let summary = spinney_bench::scenario::run_in_children(
+        spinney_bench::scenario::Scenario::LsmShape,
+        &config,
+        exe(),
+        &mut out,
+    )
+    .expect("scenario");
+    let out = String::from_utf8(out).expect("utf-8");
+    assert_eq!(summary.rows.len(), engines.len() * 15, "{out}");
+    let cell = |engine: Engine, shape: &str, query: &str, column: &str| -> f64 {
+        let r = (0..summary.rows.len())
+            .find(|&r| {
+                summary.cell(r, "engine") == Some(engine.name())
+                    && summary.cell(r, "shape") == Some(shape)
+                    && summary.cell(r, "query") == Some(query)
+            })
+            .unwrap_or_else(|| panic!("no row {engine} {shape} {query}: {out}"));
+        summary
+            .cell(r, column)
+            .expect("cell")
+            .parse()
+            .unwrap_or_else(|_| panic!("{engine} {shape} {query} {column}: not a number"))
+    };
+    for &engine in &engines {
+        assert_eq!(cell(engine, "pre_flush", "range", "trees searched"), 9.0);
+        assert_eq!(cell(engine, "post_flush", "range", "trees searched"), 10.0);
+        assert_eq!(cell(engine, "compact_all", "range", "trees searched"), 2.0);
+        for shape in ["pre_flush", "compact_l0", "compact_all"] {
+            assert!(cell(engine, shape, "range", "qps") > 0.0);
+            assert!(cell(engine, shape, "point with bloom", "bloom checks") > 0.0);
+            assert_eq!(
+                cell(engine, shape, "point without bloom", "bloom checks"),
+                0.0
+            );
+        }
+        // A point query at pre_flush may search more trees than after
+        // compaction, never fewer.
+        assert!(
+            cell(engine, "pre_flush", "point without bloom", "trees searched")
+                > cell(
+                    engine,
+                    "compact_all",
+                    "point without bloom",
+                    "trees searched"
+                )
+        );
+        assert!(
+            summary.notes.iter().any(|n| n.starts_with(&format!(
+                "Checks: on {engine} the two tables had the same shape at every stage"
+            ))),
+            "{:#?}",
+            summary.notes
+        );
+    }
+    assert!(
+        !summary.notes.iter().any(|n| n.contains("FAILED")),
+        "{:#?}",
+        summary.notes
+    );
+}
+
+#[test]
 fn a_child_past_its_timeout_is_killed_and_reported() {
     // Goal: --child_timeout keeps an engine that does not finish from
     // holding up the comparison: the child is killed, its rows are empty,

@@ -365,8 +365,10 @@ mod ffi {
         /// thread-local storage: it must stay in that thread).
         pub fn rocksdb_perfcontext_create() -> *mut rocksdb_perfcontext_t;
         pub fn rocksdb_perfcontext_reset(context: *mut rocksdb_perfcontext_t);
-        pub fn rocksdb_perfcontext_metric(context: *mut rocksdb_perfcontext_t, metric: c_int)
-            -> u64;
+        pub fn rocksdb_perfcontext_metric(
+            context: *mut rocksdb_perfcontext_t,
+            metric: c_int,
+        ) -> u64;
         pub fn rocksdb_perfcontext_destroy(context: *mut rocksdb_perfcontext_t);
     }
 
@@ -729,11 +731,7 @@ impl RocksStore {
             let spec = specs
                 .iter()
                 .find(|spec| spec.name.as_bytes() == name.to_bytes());
-            family_options.push(family_options_of(
-                s,
-                &cache,
-                &FamilySettings::of(s, spec),
-            )?);
+            family_options.push(family_options_of(s, &cache, &FamilySettings::of(s, spec))?);
         }
         let count = c_int::try_from(names.len())
             .map_err(|_| peer(format!("{} column families are too many", names.len())))?;
@@ -937,12 +935,7 @@ impl RocksStore {
                 // the shim only reads their `rep` pointers and leaves any
                 // message in `err`.
                 let outcome = unsafe {
-                    ffi::spinney_rocksdb_compact_level(
-                        self.db.ptr(),
-                        family.ptr(),
-                        level,
-                        &mut err,
-                    )
+                    ffi::spinney_rocksdb_compact_level(self.db.ptr(), family.ptr(), level, &mut err)
                 };
                 let name = self.table_names.get(table).map_or("?", String::as_str);
                 let what = format!("compact L{level} of table '{name}'");
@@ -1069,10 +1062,7 @@ fn family_options_of(
                 options.ptr(),
                 HELD_L0_TRIGGER,
             );
-            ffi::rocksdb_options_set_level0_slowdown_writes_trigger(
-                options.ptr(),
-                HELD_L0_TRIGGER,
-            );
+            ffi::rocksdb_options_set_level0_slowdown_writes_trigger(options.ptr(), HELD_L0_TRIGGER);
             ffi::rocksdb_options_set_level0_stop_writes_trigger(options.ptr(), HELD_L0_TRIGGER);
             ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(options.ptr(), 0);
         }
@@ -1795,7 +1785,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open_store(&config(), dir.path(), &["default", "other"]);
         let store = store.as_ref();
-        assert!(store.operation(Benchmark::Compact0).expect("empty compact0"));
+        assert!(store
+            .operation(Benchmark::Compact0)
+            .expect("empty compact0"));
         fill(store, 0, 300);
         fill(store, 1, 40);
         assert!(store.operation(Benchmark::Flush).expect("flush"));
@@ -1823,7 +1815,9 @@ mod tests {
             assert_eq!((files[0], files[1]), (0, 0), "table {table}: {files:?}");
             assert!(files[2] >= 1, "table {table}: {files:?}");
         }
-        assert!(store.operation(Benchmark::Compact1).expect("empty compact1"));
+        assert!(store
+            .operation(Benchmark::Compact1)
+            .expect("empty compact1"));
         assert_eq!(scanned(store, 0, true, usize::MAX).len(), 300);
         assert_eq!(scanned(store, 1, true, usize::MAX).len(), 40);
         let mut session = store.session().expect("session");
@@ -1923,7 +1917,12 @@ mod tests {
         assert_eq!(with.bloom_checks, Some(30));
         assert_eq!(with.bloom_negatives, Some(20));
         assert_eq!(with.trees_searched, Some(40));
-        assert_eq!(with.blocks_from_cache.zip(with.blocks_from_storage).map(|(c, s)| c + s), Some(10));
+        assert_eq!(
+            with.blocks_from_cache
+                .zip(with.blocks_from_storage)
+                .map(|(c, s)| c + s),
+            Some(10)
+        );
         assert!(with.keys_compared.is_some_and(|k| k > 0));
 
         assert!(session.start_read_counts().expect("start"));

@@ -1149,10 +1149,12 @@ fn comparison(engines: &[Engine], records: &[Record]) -> Option<String> {
             .map(|&stage| {
                 let ratios: Vec<String> = Query::ALL
                     .iter()
-                    .map(|&query| match (qps(other, stage, query), qps(first, stage, query)) {
-                        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-                        _ => "-".to_string(),
-                    })
+                    .map(
+                        |&query| match (qps(other, stage, query), qps(first, stage, query)) {
+                            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+                            _ => "-".to_string(),
+                        },
+                    )
                     .collect();
                 format!("{} {}", stage.name(), ratios.join(" / "))
             })
