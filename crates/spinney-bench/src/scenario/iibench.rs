@@ -72,7 +72,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use spinney::TableKind;
 
-use super::{Fields, Summary};
+use super::{optional, parse_optional, Fields, Summary};
 use crate::engine::{self, Batch, TableSpec};
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::measure::{dir_size, Amplification, Resources};
@@ -399,19 +399,6 @@ fn mib_number(bytes: u64) -> String {
 
 fn mib(bytes: u64) -> String {
     format!("{} MiB", mib_number(bytes))
-}
-
-/// A value that may be missing, for a record: "-" for none.
-fn optional(v: Option<impl std::fmt::Display>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| v.to_string())
-}
-
-fn parse_optional<T: std::str::FromStr>(f: &Fields, name: &str) -> Result<Option<T>, String> {
-    let text: String = f.number(name)?;
-    if text == "-" {
-        return Ok(None);
-    }
-    f.number(name).map(Some)
 }
 
 /// Runs every engine of `engines` at the three caches in this process.

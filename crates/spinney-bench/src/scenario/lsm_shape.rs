@@ -87,7 +87,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use super::btree_vs_lsm::{load_average, load_text};
-use super::{Fields, Summary};
+use super::{optional, parse_optional, Fields, Summary};
 use crate::engine::{self, Batch, EngineResult, LsmShape, ReadCounts, Session, Store, TableSpec};
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::plot::{self, Bar};
@@ -394,19 +394,6 @@ pub(crate) enum Record {
     Phase(Measurement),
     /// A check that failed, in words.
     Problem { engine: Engine, text: String },
-}
-
-/// A value that may be missing, for a record: "-" for none.
-fn optional(v: Option<impl std::fmt::Display>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| v.to_string())
-}
-
-fn parse_optional<T: std::str::FromStr>(f: &Fields, name: &str) -> Result<Option<T>, String> {
-    let text: String = f.number(name)?;
-    if text == "-" {
-        return Ok(None);
-    }
-    f.number(name).map(Some)
 }
 
 impl Record {

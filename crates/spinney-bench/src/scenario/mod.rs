@@ -354,6 +354,23 @@ pub(crate) struct Fields {
     fields: Vec<(String, String)>,
 }
 
+/// A value that may be missing, for a record: "-" for none.
+pub(crate) fn optional(v: Option<impl std::fmt::Display>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// Field `name` of a record, "-" being none (`optional`).
+pub(crate) fn parse_optional<T: std::str::FromStr>(
+    f: &Fields,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let text: String = f.number(name)?;
+    if text == "-" {
+        return Ok(None);
+    }
+    f.number(name).map(Some)
+}
+
 impl Fields {
     pub fn new() -> Fields {
         Fields::default()
