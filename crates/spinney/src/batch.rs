@@ -3,7 +3,7 @@
 use crate::db::{Core, Table};
 use crate::error::{Error, Result};
 use crate::limits;
-use crate::lsm::key::Kind;
+use crate::mvcc::key::Kind;
 use crate::wal::batch::BatchRep;
 
 /// A set of writes to one or more tables, applied all together or not at

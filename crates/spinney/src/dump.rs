@@ -38,14 +38,14 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
                 let entry = entry.map_err(|e| e.corruption(path, offset))?;
                 let seqno = batch.seqno_first + i as u64;
                 match entry.kind {
-                    crate::lsm::key::Kind::Put => writeln!(
+                    crate::mvcc::key::Kind::Put => writeln!(
                         out,
                         "  {seqno} put table {} \"{}\" = \"{}\"",
                         entry.table_id,
                         entry.key.escape_ascii(),
                         shorten(entry.value)
                     ),
-                    crate::lsm::key::Kind::Delete => {
+                    crate::mvcc::key::Kind::Delete => {
                         writeln!(
                             out,
                             "  {seqno} del table {} \"{}\"",

@@ -42,6 +42,7 @@ pub mod fs;
 pub mod limits;
 pub(crate) mod lsm;
 pub(crate) mod manifest;
+pub(crate) mod mvcc;
 pub mod options;
 pub(crate) mod read_context;
 pub(crate) mod wal;
@@ -67,8 +68,8 @@ pub use read_context::ReadContext;
 #[doc(hidden)]
 #[cfg(feature = "testing")]
 pub mod bench_support {
-    use crate::lsm::key::Kind;
     use crate::lsm::memtable::{MemGet, MemTable as Inner};
+    use crate::mvcc::key::Kind;
 
     /// A memtable, for benchmarks.
     pub struct MemTable(Inner);

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::page::{self, Value};
 use super::{BtreeTable, Target};
 use crate::error::{Error, Result};
-use crate::lsm::iter::InternalIterator;
+use crate::mvcc::iter::InternalIterator;
 use crate::read_context::{self, ReadContext};
 
 pub(crate) struct BtreeIter {

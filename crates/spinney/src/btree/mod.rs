@@ -4,11 +4,12 @@
 //!
 //! **Versions.** Leaves hold internal keys (user key + seqno + kind), as the
 //! LSM tables do, so snapshots and cursors read a B-tree table exactly as
-//! they read an LSM table (`lsm::cursor` over `BtreeIter`). A write adds a
+//! they read an LSM table (`mvcc::cursor` over `BtreeIter`). A write adds a
 //! version; versions no reader can see are pruned whenever a leaf is copied
 //! or fills up (`prune`): a version stays while it is the newest at or below
 //! some live snapshot or the visible seqno, or is the newest not yet
-//! visible. Leaves a commit group split to hold both versions of its keys
+//! visible (`mvcc::Horizon`, the rule LSM compaction drops versions by).
+//! Leaves a commit group split to hold both versions of its keys
 //! are pruned and packed again once it is published (`tidy`).
 //!
 //! **Concurrency.** One writer at a time (the commit leader, recovery, or a
@@ -52,7 +53,9 @@ use crate::cache::Cache;
 use crate::encoding::crc32c;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
-use crate::lsm::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::Horizon;
 use crate::options::TableOptions;
 use crate::read_context::{self, ReadContext};
 
@@ -276,29 +279,6 @@ fn add_extent(map: &mut BTreeMap<u64, u64>, mut first: u64, mut pages: u64) {
         pages += l;
     }
     map.insert(first, pages);
-}
-
-/// Who may still read old versions: the visible seqno and the live
-/// snapshots (sorted), taken once per commit group.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Horizon {
-    pub visible: u64,
-    pub snapshots: Vec<u64>,
-}
-
-impl Horizon {
-    /// Whether a version at `seqno`, whose next newer version is at
-    /// `newer` (u64::MAX if none), can still be read.
-    fn needed(&self, seqno: u64, newer: u64) -> bool {
-        if seqno > self.visible {
-            // Written by the commit group being applied: readers will see
-            // only its newest version of a key, once it is published.
-            return newer == u64::MAX;
-        }
-        let i = self.snapshots.partition_point(|&s| s < seqno);
-        let boundary = self.snapshots.get(i).copied().unwrap_or(self.visible);
-        boundary.min(self.visible) < newer
-    }
 }
 
 /// Checkpoint figures.
@@ -642,10 +622,33 @@ impl BtreeTable {
         }
     }
 
+    /// The value of `user_key` read with an iterator at `seqno`: the
+    /// answer to a `Lookup::Continue`, for a key whose versions run into the
+    /// next leaf. The caller holds a registered snapshot at `seqno` (so
+    /// that no version the read needs is pruned while it walks the leaves).
+    pub(crate) fn get_across_leaves(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        seqno: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut it = iter::BtreeIter::new(Arc::clone(self));
+        it.seek(&internal_key(user_key, seqno, KIND_SEEK));
+        if !it.valid() {
+            it.status()?;
+            return Ok(None);
+        }
+        match ParsedKey::parse(it.key()) {
+            Some(k) if k.user_key == user_key && k.kind == Kind::Put => {
+                Ok(Some(it.value().to_vec()))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The value of `user_key` as of `snapshot`, or as of now when None.
-    /// `Err(None)`-like continuation is reported as `Ok(Lookup::Continue)`
-    /// when the key's versions run into the next leaf and the read needs a
-    /// registered snapshot (see `get` in `db`).
+    /// When the key's versions run into the next leaf, `Lookup::Continue`
+    /// says so: the caller registers a snapshot and reads on with
+    /// `get_across_leaves`.
     pub(crate) fn get(
         &self,
         user_key: &[u8],
@@ -1945,22 +1948,6 @@ mod tests {
             bad[i] ^= 1;
             assert!(Checkpoint::decode(&bad, 8192, 3).is_err(), "flip at {i}");
         }
-    }
-
-    #[test]
-    fn horizon_keeps_what_some_reader_can_see() {
-        let h = Horizon {
-            visible: 100,
-            snapshots: vec![20, 50],
-        };
-        // Versions of one key at 90, 60, 40, 30, 10 (newest first).
-        assert!(h.needed(110, u64::MAX)); // not yet visible
-        assert!(!h.needed(105, 110)); // replaced within the group applied
-        assert!(h.needed(90, 110)); // newest at visible
-        assert!(!h.needed(60, 90)); // no reader between 60 and 90
-        assert!(h.needed(40, 60)); // snapshot 50
-        assert!(!h.needed(30, 40));
-        assert!(h.needed(10, 30)); // snapshot 20
     }
 
     #[test]

@@ -38,7 +38,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::encoding::crc32c2;
 use crate::error::{Error, Result};
 use crate::fs::PagedFile;
-use crate::lsm::key;
+use crate::mvcc::key;
 use crate::options::Compression;
 
 /// Bytes of the on-disk framing before the payload.
@@ -615,7 +615,7 @@ pub(crate) fn check_structure(p: &[u8]) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::key::{internal_key, Kind};
+    use crate::mvcc::key::{internal_key, Kind};
 
     fn leaf(len: usize) -> Vec<u8> {
         let mut p = vec![0u8; len];

@@ -14,7 +14,7 @@ use super::page::{self, PageCounters, PageFile, Value};
 use super::{read_run, BtreeTable, Checkpoint, FIRST_DATA_PAGE, HEADER_BYTES};
 use crate::error::{Error, Result};
 use crate::fs::Fs;
-use crate::lsm::key::{self, ParsedKey};
+use crate::mvcc::key::{self, ParsedKey};
 
 /// Pages of the file, each claimed once.
 struct Claims<'a> {

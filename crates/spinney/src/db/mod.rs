@@ -1,5 +1,6 @@
-//! `Db`: the database. Open and close, the table catalog, writes, reads,
-//! snapshots, and the handles users hold (`Table`, `Snapshot`, `Cursor`).
+//! `Db`: the database. Open and close, the table catalog, writes and the
+//! work behind them; the handles users hold have files of their own
+//! (`table.rs`, `snapshot.rs`, `cursor.rs`).
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it by reference or in an
 //! `Arc`. Writers go through one group-commit queue (`write.rs`); readers take
@@ -11,14 +12,16 @@
 //! never takes an earlier one. A table's `work` lock is taken only under
 //! `bg`, and nothing is taken under it.
 
+mod cursor;
 mod open;
 mod roll;
+mod snapshot;
 mod stats;
+mod table;
 mod work;
 mod write;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -26,24 +29,22 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
+pub use cursor::{Cursor, Range};
+pub use snapshot::Snapshot;
 pub use stats::{BtreeStats, LevelStats, Shape, ShapeLevel, Stats, TableStats};
+pub use table::{ReadOptions, Table};
 pub use work::WorkDone;
 
 use crate::batch::WriteBatch;
-use crate::btree::iter::BtreeIter;
-use crate::btree::{BtreeTable, Lookup};
+use crate::btree::BtreeTable;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, Fs};
 use crate::limits;
-use crate::lsm::compaction;
-use crate::lsm::cursor::LsmCursor;
-use crate::lsm::iter::InternalIterator;
-use crate::lsm::key::{internal_key, Kind, ParsedKey, KIND_SEEK};
-use crate::lsm::merge::MergingIter;
 use crate::lsm::table::LsmTable;
 use crate::lsm::version::Version;
 use crate::manifest::{TableRecord, VersionEdit};
+use crate::mvcc::Horizon;
 use crate::options::{Options, TableKind, TableOptions, WriteOptions};
 use crate::wal::writer::LogWriter;
 
@@ -235,11 +236,14 @@ impl DbInner {
         self.bg_done.notify_all();
     }
 
-    /// The smallest seqno any live snapshot or reader may still read at.
-    pub(crate) fn oldest_snapshot(&self) -> u64 {
+    /// Who may still read old versions now: the visible seqno and the
+    /// live snapshots, taken together under the snapshots' lock.
+    pub(crate) fn horizon(&self) -> Horizon {
         let snaps = self.snapshots.lock();
-        let visible = self.visible_seqno.load(Ordering::Acquire);
-        snaps.keys().next().copied().unwrap_or(visible).min(visible)
+        Horizon {
+            visible: self.visible_seqno.load(Ordering::Acquire),
+            snapshots: snaps.keys().copied().collect(),
+        }
     }
 
     pub(crate) fn table(&self, name: &str) -> Result<Core> {
@@ -650,536 +654,4 @@ fn validate_table_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// A handle on one table. Cheap to clone; valid until the table is dropped
-/// or the database closed.
-#[derive(Clone)]
-pub struct Table {
-    pub(crate) db: Arc<DbInner>,
-    pub(crate) core: Core,
-}
-
-impl std::fmt::Debug for Table {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table")
-            .field("name", &self.core.name())
-            .field("kind", &self.core.options().kind)
-            .finish()
-    }
-}
-
-impl Table {
-    pub(crate) fn db_id(&self) -> u64 {
-        self.db.id
-    }
-
-    fn check(&self) -> Result<()> {
-        self.db.check_open()?;
-        if self.core.is_dropped() {
-            return Err(Error::NoSuchTable(self.core.name().to_string()));
-        }
-        Ok(())
-    }
-
-    /// The table's name.
-    pub fn name(&self) -> &str {
-        self.core.name()
-    }
-
-    /// The table's options.
-    pub fn options(&self) -> &TableOptions {
-        self.core.options()
-    }
-
-    fn get_at(&self, key: &[u8], snapshot: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
-        self.check()?;
-        check_key(key)?;
-        let seqno = match snapshot {
-            Some(s) => Some(self.read_seqno(Some(s))?),
-            None => None,
-        };
-        match &self.core {
-            Core::Lsm(t) => t.get(
-                key,
-                seqno.unwrap_or_else(|| self.db.visible_seqno.load(Ordering::Acquire)),
-            ),
-            Core::Btree(t) => match t.get(key, seqno, &self.db.visible_seqno)? {
-                Lookup::Value(v) => Ok(Some(v)),
-                Lookup::Absent => Ok(None),
-                Lookup::Continue(at) => {
-                    // The key's versions span two leaves: read them with an
-                    // iterator, under a registered snapshot so that none is
-                    // pruned meanwhile.
-                    let pin = match snapshot {
-                        Some(s) => s.clone(),
-                        None => Snapshot::new(&self.db),
-                    };
-                    let at = if snapshot.is_some() { at } else { pin.seqno };
-                    let mut it = BtreeIter::new(Arc::clone(t));
-                    it.seek(&internal_key(key, at, KIND_SEEK));
-                    if !it.valid() {
-                        it.status()?;
-                        return Ok(None);
-                    }
-                    match ParsedKey::parse(it.key()) {
-                        Some(k) if k.user_key == key && k.kind == Kind::Put => {
-                            Ok(Some(it.value().to_vec()))
-                        }
-                        _ => Ok(None),
-                    }
-                }
-            },
-        }
-    }
-
-    /// A cursor over this table at `seqno`, kept readable by `pin`.
-    fn cursor_at(
-        &self,
-        pin: &Pin,
-        seqno: u64,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
-    ) -> Result<LsmCursor> {
-        match (&self.core, pin) {
-            (Core::Lsm(t), Pin::Lsm(sv)) => t.cursor_from(sv, seqno, lower, upper),
-            (Core::Btree(t), _) => {
-                let children: Vec<Box<dyn InternalIterator>> =
-                    vec![Box::new(BtreeIter::new(Arc::clone(t)))];
-                Ok(LsmCursor::new(
-                    MergingIter::new(children),
-                    seqno,
-                    lower,
-                    upper,
-                ))
-            }
-            (Core::Lsm(t), _) => t.cursor(seqno, lower, upper),
-        }
-    }
-
-    /// What keeps a cursor's state readable: the LSM super version, or for a
-    /// B-tree a registered snapshot (so the writer prunes nothing it sees).
-    fn pin(&self, snapshot: Option<&Snapshot>) -> Result<(Pin, u64)> {
-        let seqno = self.read_seqno(snapshot)?;
-        Ok(match &self.core {
-            Core::Lsm(t) => (Pin::Lsm(t.super_version()), seqno),
-            Core::Btree(_) => {
-                let snap = match snapshot {
-                    Some(s) => s.clone(),
-                    None => Snapshot::new(&self.db),
-                };
-                let seqno = snap.seqno;
-                (Pin::Snapshot(snap), seqno)
-            }
-        })
-    }
-
-    /// Sets `key` to `value`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put(self, key, value);
-        write::write(&self.db, b, WriteOptions::default())
-    }
-
-    /// Deletes `key` (not an error if it is absent).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(self, key);
-        write::write(&self.db, b, WriteOptions::default())
-    }
-
-    /// The value of `key`, if present.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_at(key, None)
-    }
-
-    /// A cursor over the whole table at the current state.
-    pub fn cursor(&self) -> Result<Cursor> {
-        self.cursor_with(&ReadOptions::default())
-    }
-
-    /// A cursor with bounds and, optionally, a snapshot.
-    pub fn cursor_with(&self, options: &ReadOptions<'_>) -> Result<Cursor> {
-        self.check()?;
-        let (pin, seqno) = self.pin(options.snapshot)?;
-        let inner = self.cursor_at(&pin, seqno, options.lower.clone(), options.upper.clone())?;
-        Ok(Cursor { inner, _pin: pin })
-    }
-
-    fn read_seqno(&self, snapshot: Option<&Snapshot>) -> Result<u64> {
-        match snapshot {
-            Some(s) if s.db.id != self.db.id => {
-                Err(Error::invalid("snapshot belongs to another database"))
-            }
-            Some(s) => Ok(s.seqno),
-            None => Ok(self.db.visible_seqno.load(Ordering::Acquire)),
-        }
-    }
-
-    /// The entries whose keys fall in `range`, in key order (reverse with `.rev()`).
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
-        let lower = owned_bound(range.start_bound());
-        let upper = owned_bound(range.end_bound());
-        Range::new(self, None, lower, upper)
-    }
-
-    /// Every entry, in key order.
-    pub fn iter(&self) -> Result<Range> {
-        Range::new(self, None, Bound::Unbounded, Bound::Unbounded)
-    }
-
-    /// Flushes this table's memtables to SSTs (LSM), or checkpoints it
-    /// (B-tree), and waits for it.
-    pub fn flush(&self) -> Result<()> {
-        self.check()?;
-        self.db.check_writable()?;
-        match &self.core {
-            Core::Lsm(t) => work::flush_table_now(&self.db, t),
-            Core::Btree(t) => work::checkpoint_table(&self.db, t).map(|_| ()),
-        }
-    }
-
-    /// Checkpoints this table (B-tree tables; the same as `flush`).
-    pub fn checkpoint(&self) -> Result<()> {
-        self.flush()
-    }
-
-    /// Flushes, then merges every file into one sorted run in the last
-    /// level, dropping deleted and overwritten entries that no snapshot can
-    /// see. A B-tree table has no levels: this checkpoints it.
-    pub fn compact_all(&self) -> Result<()> {
-        self.flush()?;
-        match &self.core {
-            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::All),
-            Core::Btree(_) => Ok(()),
-        }
-    }
-
-    /// Compacts every file of `level` into the level below it, and waits
-    /// for it. For L0 of a leveled table that is the level L0 compacts into
-    /// (L1, or with dynamic level sizing the highest level in use); for
-    /// tiered tables and deeper levels, `level + 1`. Does nothing when the
-    /// level is empty. The memtables are not flushed (see `flush`).
-    pub fn compact_level(&self, level: usize) -> Result<()> {
-        self.check()?;
-        self.db.check_writable()?;
-        if level >= compaction::LAST_LEVEL {
-            return Err(Error::invalid(format!(
-                "level {level} has no level below it (levels are 0..={})",
-                compaction::LAST_LEVEL
-            )));
-        }
-        match &self.core {
-            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::Level(level)),
-            // No levels: nothing to do.
-            Core::Btree(_) => Ok(()),
-        }
-    }
-
-    /// The table's shape now. LSM: memtables, L0 runs, and each deeper
-    /// level. B-tree: `Shape::btree` (height, pages, fill; it reads every
-    /// page of the tree).
-    pub fn shape(&self) -> Result<Shape> {
-        self.check()?;
-        match &self.core {
-            Core::Lsm(t) => Ok(stats::shape(t)),
-            Core::Btree(t) => Ok(Shape {
-                btree: Some(t.shape()?),
-                ..Shape::default()
-            }),
-        }
-    }
-}
-
-pub(crate) fn check_key(key: &[u8]) -> Result<()> {
-    if key.len() > limits::KEY_BYTES_MAX {
-        return Err(Error::invalid(format!(
-            "key of {} bytes is longer than the limit of {} bytes",
-            key.len(),
-            limits::KEY_BYTES_MAX
-        )));
-    }
-    Ok(())
-}
-
-fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// Options of a read.
-#[derive(Debug, Clone)]
-pub struct ReadOptions<'a> {
-    /// Read as of this snapshot instead of the current state.
-    pub snapshot: Option<&'a Snapshot>,
-    /// Smallest key a cursor shows.
-    pub lower: Bound<Vec<u8>>,
-    /// Largest key a cursor shows.
-    pub upper: Bound<Vec<u8>>,
-}
-
-impl Default for ReadOptions<'_> {
-    fn default() -> Self {
-        ReadOptions {
-            snapshot: None,
-            lower: Bound::Unbounded,
-            upper: Bound::Unbounded,
-        }
-    }
-}
-
-/// A frozen view of the whole database: reads through it see the state at
-/// the moment it was taken, whatever is written after.
-pub struct Snapshot {
-    db: Arc<DbInner>,
-    seqno: u64,
-}
-
-impl std::fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot")
-            .field("seqno", &self.seqno)
-            .finish()
-    }
-}
-
-impl Snapshot {
-    fn new(db: &Arc<DbInner>) -> Snapshot {
-        let mut snaps = db.snapshots.lock();
-        let seqno = db.visible_seqno.load(Ordering::Acquire);
-        *snaps.entry(seqno).or_insert(0) += 1;
-        Snapshot {
-            db: Arc::clone(db),
-            seqno,
-        }
-    }
-
-    /// The value of `key` in `table` as of the snapshot.
-    pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        table.get_at(key, Some(self))
-    }
-
-    /// The entries of `table` in `range` as of the snapshot.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        table: &Table,
-        range: R,
-    ) -> Result<Range> {
-        let lower = owned_bound(range.start_bound());
-        let upper = owned_bound(range.end_bound());
-        Range::new(table, Some(self), lower, upper)
-    }
-
-    /// The sequence number the snapshot reads at.
-    pub fn seqno(&self) -> u64 {
-        self.seqno
-    }
-}
-
-impl Clone for Snapshot {
-    fn clone(&self) -> Self {
-        *self.db.snapshots.lock().entry(self.seqno).or_insert(0) += 1;
-        Snapshot {
-            db: Arc::clone(&self.db),
-            seqno: self.seqno,
-        }
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        let mut snaps = self.db.snapshots.lock();
-        if let Some(n) = snaps.get_mut(&self.seqno) {
-            *n -= 1;
-            if *n == 0 {
-                snaps.remove(&self.seqno);
-            }
-        }
-    }
-}
-
-/// A movable position in a table: seek, step both ways, read the entry.
-/// It sees one consistent state, the one of its creation (or its snapshot).
-pub struct Cursor {
-    inner: LsmCursor,
-    _pin: Pin,
-}
-
-/// What keeps a cursor's state readable.
-enum Pin {
-    Lsm(Arc<crate::lsm::table::SuperVersion>),
-    // Held for its registration, released when dropped.
-    #[allow(dead_code)]
-    Snapshot(Snapshot),
-    /// Pinned by the `Range` that holds the cursor.
-    None,
-}
-
-impl Cursor {
-    /// True when on an entry.
-    pub fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    /// The current key. Empty when not valid.
-    pub fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    /// The current value. Empty when not valid.
-    pub fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    /// The first entry.
-    pub fn seek_to_first(&mut self) {
-        self.inner.seek_to_first()
-    }
-    /// The last entry.
-    pub fn seek_to_last(&mut self) {
-        self.inner.seek_to_last()
-    }
-    /// The first entry with a key `>= key`.
-    pub fn seek(&mut self, key: &[u8]) {
-        self.inner.seek(key)
-    }
-    /// The last entry with a key `<= key`.
-    pub fn seek_for_prev(&mut self, key: &[u8]) {
-        self.inner.seek_for_prev(key)
-    }
-    /// The next entry.
-    pub fn next(&mut self) {
-        self.inner.next()
-    }
-    /// The previous entry.
-    pub fn prev(&mut self) {
-        self.inner.prev()
-    }
-    /// The error that stopped the cursor, if any. Check it when `valid()`
-    /// turns false: a corrupt block ends iteration with an error, not silently.
-    pub fn status(&self) -> Result<()> {
-        self.inner.status()
-    }
-}
-
-/// The entries of a key range, as a double-ended iterator of
-/// `Result<(key, value)>`. Forward and backward ends meet without overlap.
-pub struct Range {
-    front: Cursor,
-    back: Option<Cursor>,
-    table: Table,
-    seqno: u64,
-    started_front: bool,
-    last_front: Option<Vec<u8>>,
-    last_back: Option<Vec<u8>>,
-    done: bool,
-    pin: Pin,
-    lower: Bound<Vec<u8>>,
-    upper: Bound<Vec<u8>>,
-}
-
-impl Range {
-    fn new(
-        table: &Table,
-        snapshot: Option<&Snapshot>,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
-    ) -> Result<Range> {
-        table.check()?;
-        let (pin, seqno) = table.pin(snapshot)?;
-        let front = Cursor {
-            inner: table.cursor_at(&pin, seqno, lower.clone(), upper.clone())?,
-            _pin: Pin::None,
-        };
-        Ok(Range {
-            front,
-            back: None,
-            table: table.clone(),
-            seqno,
-            started_front: false,
-            last_front: None,
-            last_back: None,
-            done: false,
-            pin,
-            lower,
-            upper,
-        })
-    }
-
-    fn finish(&mut self, status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
-        self.done = true;
-        status.err().map(Err)
-    }
-}
-
-impl Iterator for Range {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        if self.started_front {
-            self.front.next();
-        } else {
-            self.started_front = true;
-            self.front.seek_to_first();
-        }
-        if !self.front.valid() {
-            let status = self.front.status();
-            return self.finish(status);
-        }
-        let key = self.front.key();
-        if self.last_back.as_deref().is_some_and(|b| key >= b) {
-            return self.finish(Ok(()));
-        }
-        self.last_front = Some(key.to_vec());
-        Some(Ok((key.to_vec(), self.front.value().to_vec())))
-    }
-}
-
-impl DoubleEndedIterator for Range {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let back = match &mut self.back {
-            Some(b) => {
-                b.prev();
-                b
-            }
-            None => {
-                let inner = match self.table.cursor_at(
-                    &self.pin,
-                    self.seqno,
-                    self.lower.clone(),
-                    self.upper.clone(),
-                ) {
-                    Ok(c) => c,
-                    Err(e) => return self.finish(Err(e)),
-                };
-                let b = self.back.insert(Cursor {
-                    inner,
-                    _pin: Pin::None,
-                });
-                b.seek_to_last();
-                b
-            }
-        };
-        if !back.valid() {
-            let status = back.status();
-            return self.finish(status);
-        }
-        let key = back.key().to_vec();
-        let value = back.value().to_vec();
-        if self
-            .last_front
-            .as_deref()
-            .is_some_and(|f| key.as_slice() <= f)
-        {
-            return self.finish(Ok(()));
-        }
-        self.last_back = Some(key.clone());
-        Some(Ok((key, value)))
-    }
 }

@@ -25,16 +25,17 @@ use parking_lot::{Condvar, Mutex};
 
 use super::roll::WholeState;
 use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, VersionSet, Wal};
-use crate::btree::{self, BtreeTable, Horizon};
+use crate::btree::{self, BtreeTable};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
-use crate::lsm::key::SEQNO_MAX;
 use crate::lsm::table::{file_record, write_memtable, LsmTable};
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{
     manifest_name, parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
 };
+use crate::mvcc::key::SEQNO_MAX;
+use crate::mvcc::Horizon;
 use crate::options::{Options, TableKind, WalRecovery};
 use crate::wal::batch::DecodedBatch;
 use crate::wal::reader::{LogReader, Read};
@@ -308,10 +309,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let btree_by_id: HashMap<u32, Arc<BtreeTable>> =
         btrees.values().map(|t| (t.id, Arc::clone(t))).collect();
     // No reader exists yet: every version but the newest may be pruned.
-    let horizon = Horizon {
-        visible: SEQNO_MAX,
-        snapshots: Vec::new(),
-    };
+    let horizon = Horizon::no_readers(SEQNO_MAX);
     let mut last_seqno = state.last_seqno;
     'segments: for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(wal_name(number));
@@ -524,7 +522,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 mod tests {
     use super::*;
     use crate::fs::OsFs;
-    use crate::lsm::key::Kind;
+    use crate::mvcc::key::Kind;
     use crate::wal::batch::BatchRep;
 
     #[test]

@@ -32,14 +32,14 @@ use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
-use crate::lsm::iter::InternalIterator;
 use crate::lsm::level_iter::LevelIter;
-use crate::lsm::merge::MergingIter;
 use crate::lsm::table::{
     file_record, write_memtable, write_merged, DropPolicy, LsmTable, MergeOutput,
 };
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::VersionEdit;
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::merge::MergingIter;
 use crate::read_context;
 
 pub(crate) enum Job {
@@ -624,7 +624,7 @@ fn run_compaction(db: &DbInner, table: &LsmTable, c: &Compaction) -> Result<u64>
         let older = c.older_runs(&base);
         let is_bottom = |uk: &[u8]| !older.may_hold(uk);
         let policy = DropPolicy {
-            oldest_snapshot: db.oldest_snapshot(),
+            horizon: &db.horizon(),
             is_bottom: &is_bottom,
             drop_shadowed: true,
         };

@@ -18,9 +18,10 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::{wal_name, work, Core, DbInner, Segment};
 use crate::batch::WriteBatch;
-use crate::btree::{BtreeTable, Horizon};
+use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
 use crate::lsm::table::{LsmTable, Mem};
+use crate::mvcc::Horizon;
 use crate::options::{Durability, WriteOptions};
 use crate::wal::writer::LogWriter;
 
@@ -245,10 +246,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     let horizon = if btrees.is_empty() {
         Horizon::default()
     } else {
-        Horizon {
-            visible: db.visible_seqno.load(Ordering::Acquire),
-            snapshots: db.snapshots.lock().keys().copied().collect(),
-        }
+        db.horizon()
     };
     let mut writers: Vec<_> = btrees.iter().map(|t| (t.id, t, t.writer())).collect();
     let mut s = first_seqno;
@@ -292,10 +290,9 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     // has hidden (a leaf rewritten whole in one group), with the tree locks
     // taken to apply it.
     if writers.iter().any(|(_, _, st)| !st.is_tidy()) {
-        let horizon = Horizon {
-            visible: seqno,
-            snapshots: db.snapshots.lock().keys().copied().collect(),
-        };
+        // This leader published `seqno` and holds the commit lock: the
+        // horizon's visible seqno is `seqno`.
+        let horizon = db.horizon();
         for (_, t, st) in &mut writers {
             if let Err(e) = t.tidy(st, &horizon) {
                 // The group is published and in the log; the table is

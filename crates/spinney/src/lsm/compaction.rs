@@ -628,8 +628,8 @@ mod tests {
     use super::*;
     use crate::cache::Cache;
     use crate::fs::OsFs;
-    use crate::lsm::key::{internal_key, Kind};
     use crate::manifest::FileRecord;
+    use crate::mvcc::key::{internal_key, Kind};
 
     const MIB: u64 = 1 << 20;
 

@@ -4,11 +4,11 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::iter::InternalIterator;
-use super::key::compare;
 use super::sst::SstIter;
 use super::version::FileMeta;
 use crate::error::{Error, Result};
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::compare;
 
 pub(crate) struct LevelIter {
     files: Vec<Arc<FileMeta>>,

@@ -48,8 +48,8 @@ use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
-use crate::lsm::iter::InternalIterator;
-use crate::lsm::key::{self, Kind, KIND_SEEK, SEQNO_MAX, TRAILER_BYTES};
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{self, Kind, KIND_SEEK, SEQNO_MAX, TRAILER_BYTES};
 use crate::read_context::{self, ReadContext};
 
 /// Tallest tower. With a branching factor of 4, twelve levels keep searches
@@ -676,7 +676,7 @@ impl InternalIterator for MemTableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::key::{internal_key, ParsedKey};
+    use crate::mvcc::key::{internal_key, ParsedKey};
     use rand::rngs::SmallRng;
     use rand::seq::SliceRandom;
     use rand::{Rng, SeedableRng};

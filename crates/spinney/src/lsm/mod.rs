@@ -1,12 +1,10 @@
-//! The LSM table kind: memtables, SSTs, versions, compaction, iterators.
+//! The LSM table kind: memtables, SSTs, versions, compaction, and the
+//! iterator over one level. Internal keys, merging and the user cursor are
+//! the multi-version layer's (`crate::mvcc`).
 
 pub(crate) mod compaction;
-pub(crate) mod cursor;
-pub(crate) mod iter;
-pub(crate) mod key;
 pub(crate) mod level_iter;
 pub(crate) mod memtable;
-pub(crate) mod merge;
 pub(crate) mod sst;
 pub(crate) mod table;
 pub(crate) mod version;

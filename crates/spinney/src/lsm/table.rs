@@ -7,24 +7,23 @@
 //! compactions run on the database's background worker and publish their
 //! result by swapping in a new `SuperVersion`.
 
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::compaction::{self, Busy, OutputRange};
-use super::cursor::LsmCursor;
-use super::iter::InternalIterator;
-use super::key::{Kind, ParsedKey};
 use super::memtable::{MemGet, MemTable};
-use super::merge::MergingIter;
 use super::sst::{SstBuilder, SstInfo, SstOptions};
 use super::version::{Lookup, Version};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::limits::LSM_LEVELS;
 use crate::manifest::FileRecord;
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{Kind, ParsedKey};
+use crate::mvcc::merge::MergingIter;
+use crate::mvcc::Horizon;
 use crate::options::TableOptions;
 use crate::read_context::{self, ReadContext};
 
@@ -194,13 +193,22 @@ impl LsmTable {
         });
     }
 
-    pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+    /// The value of `user_key` at `snapshot`, or, without one, at the
+    /// visible seqno loaded once the super version is held (so that its
+    /// trees hold every version at or below that seqno: `mvcc::horizon`).
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        snapshot: Option<u64>,
+        visible: &AtomicU64,
+    ) -> Result<Option<Vec<u8>>> {
         // Each memtable and SST searched counts itself as a tree searched.
         read_context::add(&ReadContext {
             gets: 1,
             ..ReadContext::default()
         });
         let sv = self.super_version();
+        let snapshot = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
             match mem.table.get(user_key, snapshot) {
                 Some(MemGet::Value(v)) => return Ok(Some(v)),
@@ -223,35 +231,16 @@ impl LsmTable {
         })
     }
 
-    pub(crate) fn cursor(
-        &self,
-        snapshot: u64,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
-    ) -> Result<LsmCursor> {
-        self.cursor_from(&self.super_version(), snapshot, lower, upper)
-    }
-
-    /// A cursor over a given super version (so that two cursors can share one state).
-    pub(crate) fn cursor_from(
-        &self,
-        sv: &SuperVersion,
-        snapshot: u64,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
-    ) -> Result<LsmCursor> {
+    /// The merge of every tree of `sv`: memtables (newest first), then the
+    /// runs of its version; a user cursor over it reads the table.
+    pub(crate) fn source(&self, sv: &SuperVersion) -> Result<MergingIter> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.table.iter()));
         for imm in sv.imms.iter().rev() {
             children.push(Box::new(imm.table.iter()));
         }
         sv.version.add_iterators(&mut children)?;
-        Ok(LsmCursor::new(
-            MergingIter::new(children),
-            snapshot,
-            lower,
-            upper,
-        ))
+        Ok(MergingIter::new(children))
     }
 
     pub(crate) fn sst_options(&self) -> SstOptions {
@@ -332,8 +321,10 @@ pub(crate) struct MergeOutput {
 }
 
 pub(crate) struct DropPolicy<'a> {
-    /// Entries at or below this seqno are visible to every reader.
-    pub oldest_snapshot: u64,
+    /// Who may still read old versions: a version no reader needs is
+    /// dropped (`Horizon::needed`), and so is a tombstone at the bottom
+    /// below every reader (`Horizon::tombstone_droppable`).
+    pub horizon: &'a Horizon,
     /// True when no deeper level may hold `user_key`, so a tombstone can go.
     pub is_bottom: &'a dyn Fn(&[u8]) -> bool,
     /// False for flushes: every entry is written.
@@ -375,11 +366,12 @@ pub(crate) fn write_merged(
         }
         let mut drop = false;
         if policy.drop_shadowed {
-            if last_seqno_for_key <= policy.oldest_snapshot {
-                // A newer version of this key is visible to every reader.
+            if !policy.horizon.needed(parsed.seqno, last_seqno_for_key) {
+                // No reader's seqno falls between this version and the
+                // next newer one of its key.
                 drop = true;
             } else if parsed.kind == Kind::Delete
-                && parsed.seqno <= policy.oldest_snapshot
+                && policy.horizon.tombstone_droppable(parsed.seqno)
                 && (policy.is_bottom)(parsed.user_key)
             {
                 drop = true;
@@ -415,7 +407,7 @@ pub(crate) fn write_memtable(
     iter.seek_to_first();
     let never = |_: &[u8]| false;
     let keep_all = DropPolicy {
-        oldest_snapshot: 0,
+        horizon: &Horizon::default(),
         is_bottom: &never,
         drop_shadowed: false,
     };

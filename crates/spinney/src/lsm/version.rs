@@ -14,8 +14,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
-use super::iter::InternalIterator;
-use super::key::{self, compare, Kind, ParsedKey};
 use super::level_iter::LevelIter;
 use super::sst::Sst;
 use crate::cache::Cache;
@@ -23,6 +21,8 @@ use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::limits::LSM_LEVELS;
 use crate::manifest::FileRecord;
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{self, compare, Kind, ParsedKey};
 use crate::read_context::ReadContext;
 
 /// One SST of a table, as the version knows it.

@@ -12,7 +12,7 @@ use crate::encoding::{
     put_length_prefixed, put_u32, put_u64, put_u8, put_varint32, DecodeError, Decoder,
 };
 use crate::limits;
-use crate::lsm::key::Kind;
+use crate::mvcc::key::Kind;
 
 /// Bytes of the batch header (seqno_first, count).
 pub(crate) const HEADER_BYTES: usize = 12;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use super::format::RESTART_INTERVAL;
 use crate::encoding::{self, Decoder};
 use crate::error::{Error, Result};
-use crate::lsm::key;
+use crate::mvcc::key;
 
 /// Builds one block from entries added in strictly increasing key order.
 #[derive(Debug)]
@@ -425,7 +425,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::lsm::key::{internal_key, Kind};
+    use crate::mvcc::key::{internal_key, Kind};
 
     fn path() -> &'static Path {
         Path::new("block-test")

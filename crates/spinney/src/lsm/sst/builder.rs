@@ -19,7 +19,7 @@ use super::{SstInfo, SstOptions};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::limits;
-use crate::lsm::key::{self, Kind, ParsedKey};
+use crate::mvcc::key::{self, Kind, ParsedKey};
 
 pub(crate) struct SstBuilder {
     file: Box<dyn WritableFile>,
@@ -239,7 +239,7 @@ pub(crate) fn shortest_separator(last: &[u8], next: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::key::internal_key;
+    use crate::mvcc::key::internal_key;
 
     #[test]
     fn separator_is_shorter_when_it_can_be_and_always_separates() {

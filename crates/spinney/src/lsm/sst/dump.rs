@@ -15,8 +15,8 @@ use super::reader::Sst;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
-use crate::lsm::iter::InternalIterator;
-use crate::lsm::key::{Kind, ParsedKey};
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{Kind, ParsedKey};
 
 /// Values longer than this are cut in dumps.
 const VALUE_SHOWN_BYTES_MAX: usize = 64;

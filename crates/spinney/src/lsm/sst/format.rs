@@ -302,7 +302,7 @@ pub(crate) fn unseal_block(buf: &[u8], file: &Path, offset: u64) -> Result<Vec<u
 }
 
 /// Largest user key kept in the properties block (smallest/largest keys).
-const PROPERTY_KEY_BYTES_MAX: usize = limits::KEY_BYTES_MAX + crate::lsm::key::TRAILER_BYTES;
+const PROPERTY_KEY_BYTES_MAX: usize = limits::KEY_BYTES_MAX + crate::mvcc::key::TRAILER_BYTES;
 
 /// Facts about an SST, written once by the builder. Fields are encoded in
 /// this order; a reader ignores bytes after the fields it knows, so later

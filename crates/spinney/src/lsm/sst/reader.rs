@@ -28,8 +28,8 @@ use crate::cache::Cache;
 use crate::encoding::Decoder;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::lsm::iter::InternalIterator;
-use crate::lsm::key::{self, ParsedKey};
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{self, ParsedKey};
 use crate::read_context::{self, ReadContext};
 
 /// An open SST: footer, index and filter in memory, data blocks through the cache.

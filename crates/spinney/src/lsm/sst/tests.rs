@@ -11,8 +11,8 @@ use super::*;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, OsFs, RandomAccessFile, WritableFile};
-use crate::lsm::iter::InternalIterator;
-use crate::lsm::key::{self, internal_key, Kind, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{self, internal_key, Kind, KIND_SEEK, SEQNO_MAX};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 

@@ -15,7 +15,6 @@ use std::ops::Bound;
 
 use super::iter::InternalIterator;
 use super::key::{internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
-use super::merge::MergingIter;
 use crate::error::{Error, Result};
 use crate::read_context::{self, ReadContext};
 
@@ -25,8 +24,10 @@ enum Direction {
     Reverse,
 }
 
-pub(crate) struct LsmCursor {
-    iter: MergingIter,
+/// A user cursor over the internal entries of `I`: one table's versions,
+/// merged (an LSM table's `MergingIter`) or not (a B-tree's `BtreeIter`).
+pub(crate) struct UserCursor<I> {
+    iter: I,
     snapshot: u64,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
@@ -37,14 +38,14 @@ pub(crate) struct LsmCursor {
     error: Option<Error>,
 }
 
-impl LsmCursor {
+impl<I: InternalIterator> UserCursor<I> {
     pub(crate) fn new(
-        iter: MergingIter,
+        iter: I,
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
-    ) -> LsmCursor {
-        LsmCursor {
+    ) -> UserCursor<I> {
+        UserCursor {
             iter,
             snapshot,
             lower,
@@ -213,7 +214,7 @@ impl LsmCursor {
     }
 
     /// Counts one seek in the thread's `ReadContext`: a seek searches every
-    /// source of the merge.
+    /// source (every tree of a merge).
     fn count_seek(&self) {
         read_context::add(&ReadContext {
             seeks: 1,
@@ -314,7 +315,7 @@ impl LsmCursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::merge::VecIter;
+    use crate::mvcc::merge::{MergingIter, VecIter};
     use std::collections::BTreeMap;
 
     fn cursor(
@@ -322,8 +323,8 @@ mod tests {
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
-    ) -> LsmCursor {
-        LsmCursor::new(
+    ) -> UserCursor<MergingIter> {
+        UserCursor::new(
             MergingIter::new(vec![Box::new(VecIter::new(entries))]),
             snapshot,
             lower,

@@ -28,6 +28,11 @@ pub(crate) trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// The trees a seek searches (for `ReadContext`): one, but for a
+    /// merge of several.
+    fn sources(&self) -> usize {
+        1
+    }
 }
 
 impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
@@ -57,5 +62,8 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn status(&self) -> Result<()> {
         (**self).status()
+    }
+    fn sources(&self) -> usize {
+        (**self).sources()
     }
 }

@@ -28,11 +28,6 @@ impl MergingIter {
         }
     }
 
-    /// Number of sources merged (the trees a seek searches).
-    pub(crate) fn sources(&self) -> usize {
-        self.children.len()
-    }
-
     fn find_smallest(&mut self) {
         self.current = self.find_extreme(Ordering::Less);
     }
@@ -65,6 +60,11 @@ impl MergingIter {
 }
 
 impl InternalIterator for MergingIter {
+    /// Number of sources merged (the trees a seek searches).
+    fn sources(&self) -> usize {
+        self.children.len()
+    }
+
     fn valid(&self) -> bool {
         self.current().is_some_and(|c| c.valid())
     }
@@ -211,7 +211,7 @@ impl InternalIterator for VecIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::key::{internal_key, Kind};
+    use crate::mvcc::key::{internal_key, Kind};
     use rand::{Rng, SeedableRng};
 
     #[test]

@@ -1,0 +1,304 @@
+//! `Cursor` and `Range`: reading a table in key order. Both read through
+//! the multi-version layer's user cursor (`mvcc::cursor::UserCursor`) over
+//! the table's internal entries (`TableIter`), at one seqno, with what
+//! keeps that state readable (`Pin`) held as long as they live.
+//!
+//! Thread-safety: a cursor or range belongs to one thread at a time
+//! (`Send`); any number may read one table at once.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::snapshot::Snapshot;
+use super::table::Table;
+use super::Core;
+use crate::btree::iter::BtreeIter;
+use crate::error::{Error, Result};
+use crate::lsm::table::SuperVersion;
+use crate::mvcc::cursor::UserCursor;
+use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::merge::MergingIter;
+
+impl Table {
+    /// A user cursor over this table at `seqno`, kept readable by `pin`
+    /// (which `pin` made for this table).
+    pub(super) fn cursor_at(
+        &self,
+        pin: &Pin,
+        seqno: u64,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> Result<UserCursor<TableIter>> {
+        let source = match (&self.core, pin) {
+            (Core::Lsm(t), Pin::Lsm(sv)) => TableIter::Lsm(t.source(sv)?),
+            (Core::Btree(t), _) => TableIter::Btree(BtreeIter::new(Arc::clone(t))),
+            // An LSM read at a seqno needs the super version held before
+            // the seqno was taken (`pin`); a later one may lack versions
+            // it needs (`mvcc::horizon`).
+            (Core::Lsm(t), _) => {
+                return Err(Error::invalid(format!(
+                    "a cursor over LSM table '{}' needs the state pinned with its seqno",
+                    t.name
+                )))
+            }
+        };
+        Ok(UserCursor::new(source, seqno, lower, upper))
+    }
+
+    /// What keeps a cursor's state readable, and the seqno it reads at:
+    /// for an LSM table the super version, taken before the visible seqno
+    /// is loaded (so that it holds every version at or below it); for a
+    /// B-tree a registered snapshot (so the writer prunes nothing it sees).
+    pub(super) fn pin(&self, snapshot: Option<&Snapshot>) -> Result<(Pin, u64)> {
+        match &self.core {
+            Core::Lsm(t) => {
+                let sv = t.super_version();
+                let seqno = self.read_seqno(snapshot)?;
+                Ok((Pin::Lsm(sv), seqno))
+            }
+            Core::Btree(_) => {
+                // Checks that a given snapshot is this database's.
+                self.read_seqno(snapshot)?;
+                let snap = match snapshot {
+                    Some(s) => s.clone(),
+                    None => Snapshot::new(&self.db),
+                };
+                let seqno = snap.seqno;
+                Ok((Pin::Snapshot(snap), seqno))
+            }
+        }
+    }
+}
+
+/// The internal entries of one table: an LSM table's merge of its trees,
+/// or a B-tree's one tree. An enum rather than a boxed iterator, so that
+/// the cursor's calls are not dynamic.
+pub(crate) enum TableIter {
+    Lsm(MergingIter),
+    Btree(BtreeIter),
+}
+
+macro_rules! each {
+    ($self:expr, $it:ident => $e:expr) => {
+        match $self {
+            TableIter::Lsm($it) => $e,
+            TableIter::Btree($it) => $e,
+        }
+    };
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        each!(self, it => it.valid())
+    }
+    fn seek_to_first(&mut self) {
+        each!(self, it => it.seek_to_first())
+    }
+    fn seek_to_last(&mut self) {
+        each!(self, it => it.seek_to_last())
+    }
+    fn seek(&mut self, target: &[u8]) {
+        each!(self, it => it.seek(target))
+    }
+    fn next(&mut self) {
+        each!(self, it => it.next())
+    }
+    fn prev(&mut self) {
+        each!(self, it => it.prev())
+    }
+    fn key(&self) -> &[u8] {
+        each!(self, it => it.key())
+    }
+    fn value(&self) -> &[u8] {
+        each!(self, it => it.value())
+    }
+    fn status(&self) -> Result<()> {
+        each!(self, it => it.status())
+    }
+    fn sources(&self) -> usize {
+        each!(self, it => it.sources())
+    }
+}
+
+/// A movable position in a table: seek, step both ways, read the entry.
+/// It sees one consistent state, the one of its creation (or its snapshot).
+pub struct Cursor {
+    pub(super) inner: UserCursor<TableIter>,
+    pub(super) _pin: Pin,
+}
+
+/// What keeps a cursor's state readable.
+pub(super) enum Pin {
+    Lsm(Arc<SuperVersion>),
+    // Held for its registration, released when dropped.
+    #[allow(dead_code)]
+    Snapshot(Snapshot),
+    /// Pinned by the `Range` that holds the cursor.
+    None,
+}
+
+impl Cursor {
+    /// True when on an entry.
+    pub fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    /// The current key. Empty when not valid.
+    pub fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    /// The current value. Empty when not valid.
+    pub fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    /// The first entry.
+    pub fn seek_to_first(&mut self) {
+        self.inner.seek_to_first()
+    }
+    /// The last entry.
+    pub fn seek_to_last(&mut self) {
+        self.inner.seek_to_last()
+    }
+    /// The first entry with a key `>= key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.inner.seek(key)
+    }
+    /// The last entry with a key `<= key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.inner.seek_for_prev(key)
+    }
+    /// The next entry.
+    pub fn next(&mut self) {
+        self.inner.next()
+    }
+    /// The previous entry.
+    pub fn prev(&mut self) {
+        self.inner.prev()
+    }
+    /// The error that stopped the cursor, if any. Check it when `valid()`
+    /// turns false: a corrupt block ends iteration with an error, not silently.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// The entries of a key range, as a double-ended iterator of
+/// `Result<(key, value)>`. Forward and backward ends meet without overlap.
+pub struct Range {
+    front: Cursor,
+    back: Option<Cursor>,
+    table: Table,
+    seqno: u64,
+    started_front: bool,
+    last_front: Option<Vec<u8>>,
+    last_back: Option<Vec<u8>>,
+    done: bool,
+    pin: Pin,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+}
+
+impl Range {
+    pub(super) fn new(
+        table: &Table,
+        snapshot: Option<&Snapshot>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> Result<Range> {
+        table.check()?;
+        let (pin, seqno) = table.pin(snapshot)?;
+        let front = Cursor {
+            inner: table.cursor_at(&pin, seqno, lower.clone(), upper.clone())?,
+            _pin: Pin::None,
+        };
+        Ok(Range {
+            front,
+            back: None,
+            table: table.clone(),
+            seqno,
+            started_front: false,
+            last_front: None,
+            last_back: None,
+            done: false,
+            pin,
+            lower,
+            upper,
+        })
+    }
+
+    fn finish(&mut self, status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        self.done = true;
+        status.err().map(Err)
+    }
+}
+
+impl Iterator for Range {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.started_front {
+            self.front.next();
+        } else {
+            self.started_front = true;
+            self.front.seek_to_first();
+        }
+        if !self.front.valid() {
+            let status = self.front.status();
+            return self.finish(status);
+        }
+        let key = self.front.key();
+        if self.last_back.as_deref().is_some_and(|b| key >= b) {
+            return self.finish(Ok(()));
+        }
+        self.last_front = Some(key.to_vec());
+        Some(Ok((key.to_vec(), self.front.value().to_vec())))
+    }
+}
+
+impl DoubleEndedIterator for Range {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let back = match &mut self.back {
+            Some(b) => {
+                b.prev();
+                b
+            }
+            None => {
+                let inner = match self.table.cursor_at(
+                    &self.pin,
+                    self.seqno,
+                    self.lower.clone(),
+                    self.upper.clone(),
+                ) {
+                    Ok(c) => c,
+                    Err(e) => return self.finish(Err(e)),
+                };
+                let b = self.back.insert(Cursor {
+                    inner,
+                    _pin: Pin::None,
+                });
+                b.seek_to_last();
+                b
+            }
+        };
+        if !back.valid() {
+            let status = back.status();
+            return self.finish(status);
+        }
+        let key = back.key().to_vec();
+        let value = back.value().to_vec();
+        if self
+            .last_front
+            .as_deref()
+            .is_some_and(|f| key.as_slice() <= f)
+        {
+            return self.finish(Ok(()));
+        }
+        self.last_back = Some(key.clone());
+        Some(Ok((key, value)))
+    }
+}

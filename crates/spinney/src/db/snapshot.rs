@@ -1,0 +1,88 @@
+//! `Snapshot`: a registered read point. While it lives, no version it can
+//! see is dropped: LSM compaction and B-tree pruning both weigh the live
+//! snapshots (`mvcc::Horizon`).
+//!
+//! Thread-safety: `Send + Sync`; the registry is the database's
+//! `snapshots` map, under its own lock.
+
+use std::ops::RangeBounds;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::cursor::Range;
+use super::table::{owned_bound, Table};
+use super::DbInner;
+use crate::error::Result;
+
+/// A frozen view of the whole database: reads through it see the state at
+/// the moment it was taken, whatever is written after.
+pub struct Snapshot {
+    pub(super) db: Arc<DbInner>,
+    pub(super) seqno: u64,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("seqno", &self.seqno)
+            .finish()
+    }
+}
+
+impl Snapshot {
+    /// Registers a snapshot at the visible seqno (under the snapshots'
+    /// lock, so that a horizon taken meanwhile sees it or an older
+    /// visible seqno).
+    pub(super) fn new(db: &Arc<DbInner>) -> Snapshot {
+        let mut snaps = db.snapshots.lock();
+        let seqno = db.visible_seqno.load(Ordering::Acquire);
+        *snaps.entry(seqno).or_insert(0) += 1;
+        Snapshot {
+            db: Arc::clone(db),
+            seqno,
+        }
+    }
+
+    /// The value of `key` in `table` as of the snapshot.
+    pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        table.get_at(key, Some(self))
+    }
+
+    /// The entries of `table` in `range` as of the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        table: &Table,
+        range: R,
+    ) -> Result<Range> {
+        let lower = owned_bound(range.start_bound());
+        let upper = owned_bound(range.end_bound());
+        Range::new(table, Some(self), lower, upper)
+    }
+
+    /// The sequence number the snapshot reads at.
+    pub fn seqno(&self) -> u64 {
+        self.seqno
+    }
+}
+
+impl Clone for Snapshot {
+    fn clone(&self) -> Self {
+        *self.db.snapshots.lock().entry(self.seqno).or_insert(0) += 1;
+        Snapshot {
+            db: Arc::clone(&self.db),
+            seqno: self.seqno,
+        }
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.db.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seqno) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seqno);
+            }
+        }
+    }
+}

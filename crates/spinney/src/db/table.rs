@@ -1,0 +1,248 @@
+//! `Table`: the handle users hold on one table, and what it does: reads,
+//! single-key writes, cursors and ranges, flushes, compactions and its
+//! shape. Each call checks that the database is open and the table not
+//! dropped, then goes to the table's kind.
+//!
+//! Thread-safety: a `Table` is `Send + Sync` and cheap to clone; it holds
+//! the database's shared state and the table's core by `Arc`.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::cursor::{Cursor, Range};
+use super::snapshot::Snapshot;
+use super::{stats, work, write, Core, DbInner, Shape};
+use crate::batch::WriteBatch;
+use crate::btree::Lookup;
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::lsm::compaction;
+use crate::options::{TableOptions, WriteOptions};
+
+/// A handle on one table. Cheap to clone; valid until the table is dropped
+/// or the database closed.
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) db: Arc<DbInner>,
+    pub(crate) core: Core,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.core.name())
+            .field("kind", &self.core.options().kind)
+            .finish()
+    }
+}
+
+impl Table {
+    pub(crate) fn db_id(&self) -> u64 {
+        self.db.id
+    }
+
+    pub(super) fn check(&self) -> Result<()> {
+        self.db.check_open()?;
+        if self.core.is_dropped() {
+            return Err(Error::NoSuchTable(self.core.name().to_string()));
+        }
+        Ok(())
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        self.core.name()
+    }
+
+    /// The table's options.
+    pub fn options(&self) -> &TableOptions {
+        self.core.options()
+    }
+
+    pub(super) fn get_at(
+        &self,
+        key: &[u8],
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.check()?;
+        check_key(key)?;
+        let seqno = match snapshot {
+            Some(s) => Some(self.read_seqno(Some(s))?),
+            None => None,
+        };
+        match &self.core {
+            Core::Lsm(t) => t.get(key, seqno, &self.db.visible_seqno),
+            Core::Btree(t) => match t.get(key, seqno, &self.db.visible_seqno)? {
+                Lookup::Value(v) => Ok(Some(v)),
+                Lookup::Absent => Ok(None),
+                Lookup::Continue(at) => {
+                    // The key's versions span two leaves: read on under a
+                    // registered snapshot, so that none is pruned meanwhile.
+                    let pin = match snapshot {
+                        Some(s) => s.clone(),
+                        None => Snapshot::new(&self.db),
+                    };
+                    let at = if snapshot.is_some() { at } else { pin.seqno };
+                    t.get_across_leaves(key, at)
+                }
+            },
+        }
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(self, key, value);
+        write::write(&self.db, b, WriteOptions::default())
+    }
+
+    /// Deletes `key` (not an error if it is absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(self, key);
+        write::write(&self.db, b, WriteOptions::default())
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_at(key, None)
+    }
+
+    /// A cursor over the whole table at the current state.
+    pub fn cursor(&self) -> Result<Cursor> {
+        self.cursor_with(&ReadOptions::default())
+    }
+
+    /// A cursor with bounds and, optionally, a snapshot.
+    pub fn cursor_with(&self, options: &ReadOptions<'_>) -> Result<Cursor> {
+        self.check()?;
+        let (pin, seqno) = self.pin(options.snapshot)?;
+        let inner = self.cursor_at(&pin, seqno, options.lower.clone(), options.upper.clone())?;
+        Ok(Cursor { inner, _pin: pin })
+    }
+
+    pub(super) fn read_seqno(&self, snapshot: Option<&Snapshot>) -> Result<u64> {
+        match snapshot {
+            Some(s) if s.db.id != self.db.id => {
+                Err(Error::invalid("snapshot belongs to another database"))
+            }
+            Some(s) => Ok(s.seqno),
+            None => Ok(self.db.visible_seqno.load(Ordering::Acquire)),
+        }
+    }
+
+    /// The entries whose keys fall in `range`, in key order (reverse with `.rev()`).
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
+        let lower = owned_bound(range.start_bound());
+        let upper = owned_bound(range.end_bound());
+        Range::new(self, None, lower, upper)
+    }
+
+    /// Every entry, in key order.
+    pub fn iter(&self) -> Result<Range> {
+        Range::new(self, None, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// Flushes this table's memtables to SSTs (LSM), or checkpoints it
+    /// (B-tree), and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        self.check()?;
+        self.db.check_writable()?;
+        match &self.core {
+            Core::Lsm(t) => work::flush_table_now(&self.db, t),
+            Core::Btree(t) => work::checkpoint_table(&self.db, t).map(|_| ()),
+        }
+    }
+
+    /// Checkpoints this table (B-tree tables; the same as `flush`).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.flush()
+    }
+
+    /// Flushes, then merges every file into one sorted run in the last
+    /// level, dropping deleted and overwritten entries that no snapshot can
+    /// see. A B-tree table has no levels: this checkpoints it.
+    pub fn compact_all(&self) -> Result<()> {
+        self.flush()?;
+        match &self.core {
+            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::All),
+            Core::Btree(_) => Ok(()),
+        }
+    }
+
+    /// Compacts every file of `level` into the level below it, and waits
+    /// for it. For L0 of a leveled table that is the level L0 compacts into
+    /// (L1, or with dynamic level sizing the highest level in use); for
+    /// tiered tables and deeper levels, `level + 1`. Does nothing when the
+    /// level is empty. The memtables are not flushed (see `flush`).
+    pub fn compact_level(&self, level: usize) -> Result<()> {
+        self.check()?;
+        self.db.check_writable()?;
+        if level >= compaction::LAST_LEVEL {
+            return Err(Error::invalid(format!(
+                "level {level} has no level below it (levels are 0..={})",
+                compaction::LAST_LEVEL
+            )));
+        }
+        match &self.core {
+            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::Level(level)),
+            // No levels: nothing to do.
+            Core::Btree(_) => Ok(()),
+        }
+    }
+
+    /// The table's shape now. LSM: memtables, L0 runs, and each deeper
+    /// level. B-tree: `Shape::btree` (height, pages, fill; it reads every
+    /// page of the tree).
+    pub fn shape(&self) -> Result<Shape> {
+        self.check()?;
+        match &self.core {
+            Core::Lsm(t) => Ok(stats::shape(t)),
+            Core::Btree(t) => Ok(Shape {
+                btree: Some(t.shape()?),
+                ..Shape::default()
+            }),
+        }
+    }
+}
+
+pub(super) fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > limits::KEY_BYTES_MAX {
+        return Err(Error::invalid(format!(
+            "key of {} bytes is longer than the limit of {} bytes",
+            key.len(),
+            limits::KEY_BYTES_MAX
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Options of a read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot instead of the current state.
+    pub snapshot: Option<&'a Snapshot>,
+    /// Smallest key a cursor shows.
+    pub lower: Bound<Vec<u8>>,
+    /// Largest key a cursor shows.
+    pub upper: Bound<Vec<u8>>,
+}
+
+impl Default for ReadOptions<'_> {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+}
