@@ -12,6 +12,7 @@
 //! never takes an earlier one. A table's `work` lock is taken only under
 //! `bg`, and nothing is taken under it.
 
+mod core;
 mod cursor;
 mod open;
 mod roll;
@@ -29,6 +30,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
+pub(crate) use self::core::Core;
 pub use cursor::{Cursor, Range};
 pub use snapshot::Snapshot;
 pub use stats::{BtreeStats, LevelStats, Shape, ShapeLevel, Stats, TableStats};
@@ -94,13 +96,31 @@ pub(crate) struct VersionSet {
     /// Why the manifest takes no more edits: set when a write of it failed.
     pub manifest_failed: Option<String>,
     pub next_table_id: u32,
-    pub tables: BTreeMap<String, Arc<LsmTable>>,
-    pub btrees: BTreeMap<String, Arc<BtreeTable>>,
+    /// The catalog: every live table of both kinds, by name.
+    pub tables: BTreeMap<String, Core>,
     pub pending_outputs: HashSet<u64>,
     pub live_versions: Vec<Weak<Version>>,
 }
 
 impl VersionSet {
+    /// The LSM tables of the catalog.
+    pub(crate) fn lsm_tables(&self) -> Vec<Arc<LsmTable>> {
+        self.tables
+            .values()
+            .filter_map(Core::lsm)
+            .cloned()
+            .collect()
+    }
+
+    /// The B-tree tables of the catalog.
+    pub(crate) fn btree_tables(&self) -> Vec<Arc<BtreeTable>> {
+        self.tables
+            .values()
+            .filter_map(Core::btree)
+            .cloned()
+            .collect()
+    }
+
     /// Appends `edit` to the manifest and syncs it: the edit is durable. When
     /// the manifest has reached `Options::max_manifest_size` (or twice its
     /// whole-state record, if larger: `roll::should_roll`), the edit goes to
@@ -247,56 +267,22 @@ impl DbInner {
     }
 
     pub(crate) fn table(&self, name: &str) -> Result<Core> {
-        let vs = self.vs.lock();
-        if let Some(t) = vs.tables.get(name) {
-            return Ok(Core::Lsm(Arc::clone(t)));
-        }
-        vs.btrees
+        self.vs
+            .lock()
+            .tables
             .get(name)
-            .map(|t| Core::Btree(Arc::clone(t)))
+            .cloned()
             .ok_or_else(|| Error::NoSuchTable(name.to_string()))
+    }
+
+    /// Every LSM table.
+    pub(crate) fn lsm_tables(&self) -> Vec<Arc<LsmTable>> {
+        self.vs.lock().lsm_tables()
     }
 
     /// Every B-tree table.
     pub(crate) fn btrees(&self) -> Vec<Arc<BtreeTable>> {
-        self.vs.lock().btrees.values().cloned().collect()
-    }
-}
-
-/// A table of either kind.
-#[derive(Clone)]
-pub(crate) enum Core {
-    Lsm(Arc<LsmTable>),
-    Btree(Arc<BtreeTable>),
-}
-
-impl Core {
-    pub(crate) fn id(&self) -> u32 {
-        match self {
-            Core::Lsm(t) => t.id,
-            Core::Btree(t) => t.id,
-        }
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        match self {
-            Core::Lsm(t) => &t.name,
-            Core::Btree(t) => &t.name,
-        }
-    }
-
-    pub(crate) fn options(&self) -> &TableOptions {
-        match self {
-            Core::Lsm(t) => &t.options,
-            Core::Btree(t) => &t.options,
-        }
-    }
-
-    pub(crate) fn is_dropped(&self) -> bool {
-        match self {
-            Core::Lsm(t) => t.dropped.load(Ordering::Acquire),
-            Core::Btree(t) => t.dropped.load(Ordering::Acquire),
-        }
+        self.vs.lock().btree_tables()
     }
 }
 
@@ -363,10 +349,10 @@ impl Db {
         validate_table_name(name)?;
         options.validate()?;
         let mut vs = inner.vs.lock();
-        if vs.tables.contains_key(name) || vs.btrees.contains_key(name) {
+        if vs.tables.contains_key(name) {
             return Err(Error::TableExists(name.to_string()));
         }
-        if vs.tables.len() + vs.btrees.len() >= limits::TABLES_MAX {
+        if vs.tables.len() >= limits::TABLES_MAX {
             return Err(Error::invalid(format!(
                 "a database holds at most {} tables",
                 limits::TABLES_MAX
@@ -423,10 +409,11 @@ impl Db {
                 inner.counters.wal_bytes.load(Ordering::Relaxed),
                 Ordering::Release,
             );
-            vs.btrees.insert(name.to_string(), Arc::clone(&t));
+            let core = Core::Btree(t);
+            vs.tables.insert(name.to_string(), core.clone());
             return Ok(Table {
                 db: Arc::clone(inner),
-                core: Core::Btree(t),
+                core,
             });
         }
         let core = Arc::new(LsmTable::new(
@@ -438,10 +425,11 @@ impl Db {
         ));
         vs.live_versions
             .push(Arc::downgrade(&core.super_version().version));
-        vs.tables.insert(name.to_string(), Arc::clone(&core));
+        let core = Core::Lsm(core);
+        vs.tables.insert(name.to_string(), core.clone());
         Ok(Table {
             db: Arc::clone(inner),
-            core: Core::Lsm(core),
+            core,
         })
     }
 
@@ -464,21 +452,15 @@ impl Db {
 
     /// Every table, by name.
     pub fn tables(&self) -> Vec<TableInfo> {
+        // The catalog is ordered by name.
         let vs = self.inner.vs.lock();
-        let mut all: Vec<TableInfo> = vs
-            .tables
+        vs.tables
             .values()
             .map(|t| TableInfo {
-                name: t.name.clone(),
-                options: t.options.clone(),
+                name: t.name().to_string(),
+                options: t.options().clone(),
             })
-            .chain(vs.btrees.values().map(|t| TableInfo {
-                name: t.name.clone(),
-                options: t.options.clone(),
-            }))
-            .collect();
-        all.sort_by(|a, b| a.name.cmp(&b.name));
-        all
+            .collect()
     }
 
     /// Drops a table and, once no reader needs them, its files.
@@ -530,8 +512,7 @@ impl Db {
     /// in the tables' files.
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
-        let tables: Vec<_> = self.inner.vs.lock().tables.values().cloned().collect();
-        for t in tables {
+        for t in self.inner.lsm_tables() {
             work::flush_table_now(&self.inner, &t)?;
         }
         self.checkpoint()

@@ -24,7 +24,9 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::roll::WholeState;
-use super::{parse_numbered, sst_name, wal_name, BgState, Counters, DbInner, VersionSet, Wal};
+use super::{
+    parse_numbered, sst_name, wal_name, BgState, Core, Counters, DbInner, VersionSet, Wal,
+};
 use crate::btree::{self, BtreeTable};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
@@ -245,6 +247,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // Build the tables from the manifest.
     let mut tables: BTreeMap<String, Arc<LsmTable>> = BTreeMap::new();
     let mut btrees: BTreeMap<String, Arc<BtreeTable>> = BTreeMap::new();
+    // (Kept apart while recovery replays into them; one catalog after.)
     for t in state.tables.values() {
         if t.record.options.kind == TableKind::Btree {
             let owner = state.next_file_number;
@@ -432,9 +435,17 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let manifest_number = next_file_number;
     let wal_number = next_file_number + 1;
     next_file_number += 2;
+    let catalog: BTreeMap<String, Core> = tables
+        .iter()
+        .map(|(name, t)| (name.clone(), Core::Lsm(Arc::clone(t))))
+        .chain(
+            btrees
+                .iter()
+                .map(|(name, t)| (name.clone(), Core::Btree(Arc::clone(t)))),
+        )
+        .collect();
     let snapshot = WholeState {
-        tables: &tables,
-        btrees: &btrees,
+        tables: &catalog,
         next_table_id: state.next_table_id,
         next_file_number,
         last_seqno,
@@ -481,8 +492,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshot_bytes: snapshot.len() as u64,
         manifest_failed: None,
         next_table_id: state.next_table_id,
-        tables,
-        btrees,
+        tables: catalog,
         pending_outputs: HashSet::new(),
         live_versions,
     };

@@ -16,20 +16,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use super::{DbInner, VersionSet};
-use crate::btree::BtreeTable;
+use super::{Core, DbInner, VersionSet};
 use crate::error::Result;
-use crate::lsm::table::LsmTable;
-use crate::manifest::{manifest_name, start_manifest, TableRecord, VersionEdit};
+use crate::manifest::{manifest_name, start_manifest, VersionEdit};
 
 /// What the first record of a manifest holds: the counters of the database
 /// and every table with its options, its flushed seqno and its files.
 pub(crate) struct WholeState<'a> {
     /// Every live table, by name.
-    pub tables: &'a BTreeMap<String, Arc<LsmTable>>,
-    pub btrees: &'a BTreeMap<String, Arc<BtreeTable>>,
+    pub tables: &'a BTreeMap<String, Core>,
     pub next_table_id: u32,
     /// Above every file number in use, the new manifest's included.
     pub next_file_number: u64,
@@ -49,28 +45,7 @@ impl WholeState<'_> {
             ..VersionEdit::default()
         };
         for t in self.tables.values() {
-            edit.created.push(TableRecord {
-                id: t.id,
-                name: t.name.clone(),
-                options: t.options.clone(),
-            });
-            edit.flushed
-                .push((t.id, t.flushed_seqno.load(Ordering::Acquire)));
-            for (level, files) in t.super_version().version.levels.iter().enumerate() {
-                for f in files {
-                    edit.added.push((t.id, level as u32, f.record.clone()));
-                }
-            }
-        }
-        // A B-tree table's state is in its own file; the catalog names it.
-        for t in self.btrees.values() {
-            edit.created.push(TableRecord {
-                id: t.id,
-                name: t.name.clone(),
-                options: t.options.clone(),
-            });
-            edit.checkpointed
-                .push((t.id, t.durable_generation.load(Ordering::Acquire)));
+            t.add_to_whole_state(&mut edit);
         }
         edit.created.sort_by_key(|r| r.id);
         edit
@@ -110,7 +85,6 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
     };
     let snapshot = WholeState {
         tables: &vs.tables,
-        btrees: &vs.btrees,
         next_table_id: vs.next_table_id,
         next_file_number: db.next_file_number.load(Ordering::Acquire),
         last_seqno: db.last_seqno.load(Ordering::Acquire),
@@ -132,6 +106,7 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn rolls_at_the_limit_or_at_twice_the_snapshot_whichever_is_larger() {

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::atomic::Ordering;
 
-use super::DbInner;
+use super::{Core, DbInner};
 use crate::btree::{BtreeShape, BtreeTable};
 use crate::cache::CacheStats;
 use crate::fs::IoStatsSnapshot;
@@ -304,7 +304,7 @@ fn shape_of(sv: &SuperVersion) -> Shape {
     }
 }
 
-fn btree_stats(t: &BtreeTable) -> TableStats {
+pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
     let (height, file_pages, free_pages) = t.quick_shape();
     let c = &t.file.counters;
     let k = &t.counters;
@@ -332,7 +332,7 @@ fn btree_stats(t: &BtreeTable) -> TableStats {
     }
 }
 
-fn table_stats(t: &LsmTable) -> TableStats {
+pub(super) fn table_stats(t: &LsmTable) -> TableStats {
     // One super version for every figure, so the shape and the levels agree.
     let sv = t.super_version();
     let shape = shape_of(&sv);
@@ -405,19 +405,9 @@ fn table_stats(t: &LsmTable) -> TableStats {
 pub(super) fn collect(db: &DbInner) -> Stats {
     let c = &db.counters;
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let (tables, btrees): (Vec<_>, Vec<_>) = {
-        let vs = db.vs.lock();
-        (
-            vs.tables.values().cloned().collect(),
-            vs.btrees.values().cloned().collect(),
-        )
-    };
-    let mut table_figures: Vec<TableStats> = tables
-        .iter()
-        .map(|t| table_stats(t))
-        .chain(btrees.iter().map(|t| btree_stats(t)))
-        .collect();
-    table_figures.sort_by(|a, b| a.name.cmp(&b.name));
+    let tables: Vec<Core> = db.vs.lock().tables.values().cloned().collect();
+    // The catalog is ordered by name.
+    let table_figures: Vec<TableStats> = tables.iter().map(Core::stats).collect();
     Stats {
         commits: get(&c.commits),
         commit_groups: get(&c.commit_groups),

@@ -12,9 +12,8 @@ use std::sync::Arc;
 
 use super::cursor::{Cursor, Range};
 use super::snapshot::Snapshot;
-use super::{stats, work, write, Core, DbInner, Shape};
+use super::{work, write, Core, DbInner, Shape};
 use crate::batch::WriteBatch;
-use crate::btree::Lookup;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::lsm::compaction;
@@ -67,27 +66,11 @@ impl Table {
     ) -> Result<Option<Vec<u8>>> {
         self.check()?;
         check_key(key)?;
-        let seqno = match snapshot {
-            Some(s) => Some(self.read_seqno(Some(s))?),
+        let snapshot = match snapshot {
+            Some(s) => Some((s, self.read_seqno(Some(s))?)),
             None => None,
         };
-        match &self.core {
-            Core::Lsm(t) => t.get(key, seqno, &self.db.visible_seqno),
-            Core::Btree(t) => match t.get(key, seqno, &self.db.visible_seqno)? {
-                Lookup::Value(v) => Ok(Some(v)),
-                Lookup::Absent => Ok(None),
-                Lookup::Continue(at) => {
-                    // The key's versions span two leaves: read on under a
-                    // registered snapshot, so that none is pruned meanwhile.
-                    let pin = match snapshot {
-                        Some(s) => s.clone(),
-                        None => Snapshot::new(&self.db),
-                    };
-                    let at = if snapshot.is_some() { at } else { pin.seqno };
-                    t.get_across_leaves(key, at)
-                }
-            },
-        }
+        self.core.get(&self.db, key, snapshot)
     }
 
     /// Sets `key` to `value`.
@@ -149,10 +132,7 @@ impl Table {
     pub fn flush(&self) -> Result<()> {
         self.check()?;
         self.db.check_writable()?;
-        match &self.core {
-            Core::Lsm(t) => work::flush_table_now(&self.db, t),
-            Core::Btree(t) => work::checkpoint_table(&self.db, t).map(|_| ()),
-        }
+        self.core.flush(&self.db)
     }
 
     /// Checkpoints this table (B-tree tables; the same as `flush`).
@@ -165,10 +145,7 @@ impl Table {
     /// see. A B-tree table has no levels: this checkpoints it.
     pub fn compact_all(&self) -> Result<()> {
         self.flush()?;
-        match &self.core {
-            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::All),
-            Core::Btree(_) => Ok(()),
-        }
+        self.core.compact(&self.db, work::Manual::All)
     }
 
     /// Compacts every file of `level` into the level below it, and waits
@@ -185,11 +162,7 @@ impl Table {
                 compaction::LAST_LEVEL
             )));
         }
-        match &self.core {
-            Core::Lsm(t) => work::compact_manual(&self.db, t, work::Manual::Level(level)),
-            // No levels: nothing to do.
-            Core::Btree(_) => Ok(()),
-        }
+        self.core.compact(&self.db, work::Manual::Level(level))
     }
 
     /// The table's shape now. LSM: memtables, L0 runs, and each deeper
@@ -197,13 +170,7 @@ impl Table {
     /// page of the tree).
     pub fn shape(&self) -> Result<Shape> {
         self.check()?;
-        match &self.core {
-            Core::Lsm(t) => Ok(stats::shape(t)),
-            Core::Btree(t) => Ok(Shape {
-                btree: Some(t.shape()?),
-                ..Shape::default()
-            }),
-        }
+        self.core.shape()
     }
 }
 

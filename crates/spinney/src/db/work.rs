@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use parking_lot::MutexGuard;
 
-use super::{sst_name, wal_name, BgState, DbInner};
+use super::{sst_name, wal_name, BgState, Core, DbInner};
 use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
@@ -93,7 +93,7 @@ pub(crate) fn pick_job(
     }
     let tables: Vec<Arc<LsmTable>> = match only {
         Some(t) => vec![Arc::clone(t)],
-        None => db.vs.lock().tables.values().cloned().collect(),
+        None => db.lsm_tables(),
     };
     // Flushes first: they free memory and unblock writers.
     for t in &tables {
@@ -276,7 +276,7 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
                 continue;
             }
         }
-        let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
+        let tables = db.lsm_tables();
         let pending = bg.running > 0 || tables.iter().any(|t| t.needs_work());
         if !pending {
             return Ok(());
@@ -345,7 +345,7 @@ pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
         db.poison(format!("writing the manifest failed: {e}"));
         return Err(e);
     }
-    vs.btrees.remove(&t.name);
+    vs.tables.remove(&t.name);
     t.dropped.store(true, Ordering::Release);
     drop(vs);
     db.cache.erase_owner(t.file.owner);
@@ -729,7 +729,7 @@ fn delete_obsolete_wal(db: &DbInner) {
     // Read the visible seqno first: every entry up to it is in some memtable
     // (or already flushed), so the memtables' first seqnos below bound it.
     let visible = db.visible_seqno.load(Ordering::Acquire);
-    let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
+    let tables = db.lsm_tables();
     let mut keep_from = visible + 1;
     for t in &tables {
         if let Some(s) = t.super_version().oldest_unflushed_seqno() {
@@ -781,7 +781,7 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
             }
             None => false,
         });
-        for t in vs.tables.values() {
+        for t in vs.tables.values().filter_map(Core::lsm) {
             live.extend(t.super_version().version.files().map(|f| f.record.number));
         }
         (
@@ -806,36 +806,40 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
     }
 }
 
-/// Checks every SST of every table.
+/// Checks every file of every table; the entries checked.
 pub(crate) fn verify(db: &DbInner) -> Result<u64> {
-    let tables: Vec<_> = db.vs.lock().tables.values().cloned().collect();
+    let tables: Vec<Core> = db.vs.lock().tables.values().cloned().collect();
     let mut entries = 0;
-    for t in tables {
-        let version = Arc::clone(&t.super_version().version);
-        if let Err(detail) = version.check() {
+    for t in &tables {
+        entries += t.verify(db)?;
+    }
+    Ok(entries)
+}
+
+/// Checks an LSM table's level invariants and every SST; the entries.
+pub(crate) fn verify_lsm(db: &DbInner, t: &LsmTable) -> Result<u64> {
+    let version = Arc::clone(&t.super_version().version);
+    if let Err(detail) = version.check() {
+        return Err(Error::corruption(
+            db.path("MANIFEST"),
+            0,
+            format!("table {:?}: {detail}", t.name),
+        ));
+    }
+    let mut entries = 0;
+    for f in version.files() {
+        let n = f.sst()?.verify()?;
+        if n != f.record.entries {
             return Err(Error::corruption(
-                db.path("MANIFEST"),
+                &f.path,
                 0,
-                format!("table {:?}: {detail}", t.name),
+                format!(
+                    "holds {n} entries but the manifest records {}",
+                    f.record.entries
+                ),
             ));
         }
-        for f in version.files() {
-            let n = f.sst()?.verify()?;
-            if n != f.record.entries {
-                return Err(Error::corruption(
-                    &f.path,
-                    0,
-                    format!(
-                        "holds {n} entries but the manifest records {}",
-                        f.record.entries
-                    ),
-                ));
-            }
-            entries += n;
-        }
-    }
-    for t in db.btrees() {
-        entries += crate::btree::verify::verify(&t)?;
+        entries += n;
     }
     Ok(entries)
 }
