@@ -38,6 +38,7 @@ mod db;
 mod dump;
 pub(crate) mod encoding;
 pub mod error;
+pub(crate) mod file_names;
 pub mod fs;
 pub mod limits;
 pub(crate) mod lsm;

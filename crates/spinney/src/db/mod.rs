@@ -12,8 +12,10 @@
 //! never takes an earlier one. A table's `work` lock is taken only under
 //! `bg`, and nothing is taken under it.
 
+mod cleaner;
 mod core;
 mod cursor;
+mod log;
 mod open;
 mod roll;
 mod snapshot;
@@ -31,6 +33,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex};
 
 pub(crate) use self::core::Core;
+pub(crate) use self::log::Wal;
 pub use cursor::{Cursor, Range};
 pub use snapshot::Snapshot;
 pub use stats::{BtreeStats, LevelStats, Shape, ShapeLevel, Stats, TableStats};
@@ -51,40 +54,6 @@ use crate::options::{Options, TableKind, TableOptions, WriteOptions};
 use crate::wal::writer::LogWriter;
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
-
-pub(crate) fn sst_name(number: u64) -> String {
-    format!("{number:06}.sst")
-}
-
-pub(crate) fn wal_name(number: u64) -> String {
-    format!("{number:06}.wal")
-}
-
-/// The number in a file name of the form `NNNNNN.<ext>`.
-pub(crate) fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
-    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    stem.parse().ok()
-}
-
-/// A WAL segment and the last seqno written to it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Segment {
-    pub number: u64,
-    pub last_seqno: u64,
-}
-
-pub(crate) struct Wal {
-    pub writer: LogWriter,
-    pub number: u64,
-    /// Closed segments (synced when closed), oldest first; the open one is `number`.
-    pub closed: Vec<Segment>,
-    pub last_seqno: u64,
-    /// Every record up to this seqno has been synced.
-    pub synced_seqno: u64,
-}
 
 pub(crate) struct VersionSet {
     pub manifest: LogWriter,
@@ -488,7 +457,7 @@ impl Db {
             inner.poison(format!("writing the manifest failed: {e}"));
             return Err(e);
         }
-        work::delete_obsolete_files(inner);
+        cleaner::delete_obsolete_ssts(inner);
         Ok(())
     }
 
@@ -599,13 +568,11 @@ impl Db {
             self.inner.lock.lock().take();
             return Ok(());
         }
-        let last = wal.last_seqno;
-        if let Err(e) = wal.writer.sync() {
+        if let Err(e) = wal.sync_all() {
             drop(wal);
             self.inner.lock.lock().take();
             return Err(e);
         }
-        wal.synced_seqno = last;
         drop(wal);
         self.inner.lock.lock().take();
         Ok(())

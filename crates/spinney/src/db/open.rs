@@ -24,17 +24,16 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::roll::WholeState;
-use super::{
-    parse_numbered, sst_name, wal_name, BgState, Core, Counters, DbInner, VersionSet, Wal,
-};
+use super::{cleaner, BgState, Core, Counters, DbInner, VersionSet, Wal};
 use crate::btree::{self, BtreeTable};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
+use crate::file_names::{manifest_name, parse_numbered, sst_name, wal_name};
 use crate::fs::Fs;
 use crate::lsm::table::{file_record, write_memtable, LsmTable};
 use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{
-    manifest_name, parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
+    parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
 };
 use crate::mvcc::key::SEQNO_MAX;
 use crate::mvcc::Horizon;
@@ -470,17 +469,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         })
         .collect();
     let live_btrees: HashSet<String> = btrees.values().map(|t| btree::file_name(t.id)).collect();
-    for name in fs.list(dir)? {
-        let garbage = match (parse_numbered(&name, "sst"), parse_numbered(&name, "wal")) {
-            (Some(n), _) => !live.contains(&n),
-            (_, Some(n)) => n < wal_number,
-            _ if parse_numbered(&name, "btree").is_some() => !live_btrees.contains(&name),
-            _ => name.starts_with("MANIFEST-") && name != manifest_name(manifest_number),
-        };
-        if garbage {
-            let _ = fs.remove(&dir.join(&name));
-        }
-    }
+    cleaner::remove_garbage_at_open(&*fs, dir, &live, &live_btrees, wal_number, manifest_number)?;
 
     let live_versions = tables
         .values()

@@ -19,7 +19,8 @@ use std::sync::atomic::Ordering;
 
 use super::{Core, DbInner, VersionSet};
 use crate::error::Result;
-use crate::manifest::{manifest_name, start_manifest, VersionEdit};
+use crate::file_names::manifest_name;
+use crate::manifest::{start_manifest, VersionEdit};
 
 /// What the first record of a manifest holds: the counters of the database
 /// and every table with its options, its flushed seqno and its files.
@@ -79,10 +80,7 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
     // Segments no longer in `closed` hold only entries that every table has
     // flushed (the log cleaner drops a segment from `closed` before deleting
     // it), so recovery starts at the oldest closed one, or the open one.
-    let log_number = {
-        let wal = db.wal.lock();
-        wal.closed.first().map_or(wal.number, |s| s.number)
-    };
+    let log_number = { db.wal.lock().oldest_needed() };
     let snapshot = WholeState {
         tables: &vs.tables,
         next_table_id: vs.next_table_id,

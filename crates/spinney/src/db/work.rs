@@ -1,5 +1,8 @@
-//! Background work: flushes, compactions, deleting files no one needs, the
-//! manual forms of each, and the three ways work gets done.
+//! The scheduler of background work: which job runs next (flushes, then
+//! due B-tree checkpoints, then compactions), claiming and finishing jobs,
+//! the manual forms of each, and the three ways work gets done. Carrying a
+//! flush or compaction out is `lsm::job`'s (this file is its `JobHost`: file
+//! numbers, the manifest, the log); deleting files is `cleaner.rs`'s.
 //!
 //! The work model, after SQLite4's LSM library:
 //! - `background_threads = N`: N worker threads run `background_loop`;
@@ -15,31 +18,27 @@
 //! flag (one flush per table at a time, so L0 stays in seqno order); a
 //! compaction marks its input files `being_compacted` and registers its
 //! output range, so compactions of disjoint files and ranges run in parallel,
-//! across tables and within one. Each job writes its files, makes them
+//! across tables and within one. Each LSM job writes its files, makes them
 //! durable, logs a version edit to the manifest, and only then installs the
 //! new version (built from the version current at install time, so jobs that
 //! finish in any order compose).
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use parking_lot::MutexGuard;
 
-use super::{sst_name, wal_name, BgState, Core, DbInner};
+use super::{cleaner, log, BgState, Core, DbInner};
 use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
+use crate::file_names::sst_name;
 use crate::fs::WritableFile;
 use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
-use crate::lsm::level_iter::LevelIter;
-use crate::lsm::table::{
-    file_record, write_memtable, write_merged, DropPolicy, LsmTable, MergeOutput,
-};
+use crate::lsm::job::{self, JobCounts, JobHost};
+use crate::lsm::table::LsmTable;
 use crate::lsm::version::{FileMeta, Version};
-use crate::manifest::VersionEdit;
-use crate::mvcc::iter::InternalIterator;
-use crate::mvcc::merge::MergingIter;
+use crate::manifest::{FileRecord, VersionEdit};
+use crate::mvcc::Horizon;
 use crate::read_context;
 
 pub(crate) enum Job {
@@ -187,7 +186,7 @@ fn finish(db: &DbInner, job: &Job) {
 pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
     let result = read_context::suspended(|| match &job {
         Job::Flush(t) => flush_one(db, t).map_err(|e| ("flush", e)),
-        Job::Compact(t, c) => run_compaction(db, t, c).map_err(|e| ("compaction", e)),
+        Job::Compact(t, c) => job::compact(db, t, c).map_err(|e| ("compaction", e)),
         Job::Checkpoint(t) => run_checkpoint(db, t).map_err(|e| ("checkpoint", e)),
     });
     let result = result.map_err(|(what, e)| {
@@ -198,7 +197,7 @@ pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
         e
     });
     finish(db, &job);
-    delete_obsolete_files(db);
+    cleaner::delete_obsolete_ssts(db);
     result
 }
 
@@ -305,7 +304,7 @@ fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
                 db.counters.wal_bytes.load(Ordering::Relaxed),
             )
         },
-        |seqno| sync_wal_to(db, seqno),
+        |seqno| log::sync_to(db, seqno),
         |generation| {
             let edit = VersionEdit {
                 checkpointed: vec![(t.id, generation)],
@@ -314,7 +313,7 @@ fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
             db.vs.lock().log(db, &edit)
         },
     )?;
-    delete_obsolete_wal(db);
+    log::delete_obsolete(db);
     Ok(pages * t.file.page_size as u64)
 }
 
@@ -390,7 +389,7 @@ pub(crate) fn flush_table_now(db: &Arc<DbInner>, table: &Arc<LsmTable>) -> Resul
         }
     }
     finish(db, &job);
-    delete_obsolete_files(db);
+    cleaner::delete_obsolete_ssts(db);
     result?;
     // The background worker may have failed on one of these memtables.
     db.check_writable()
@@ -474,333 +473,88 @@ pub(crate) fn end_drop(db: &DbInner, table: &LsmTable) {
     db.bg_done.notify_all();
 }
 
-/// Makes the log durable up to `seqno`.
-fn sync_wal_to(db: &DbInner, seqno: u64) -> Result<()> {
-    let mut wal = db.wal.lock();
-    if wal.synced_seqno >= seqno {
-        return Ok(());
-    }
-    let last = wal.last_seqno;
-    if let Err(e) = wal.writer.sync() {
-        drop(wal);
-        db.poison(format!("syncing the write-ahead log failed: {e}"));
-        return Err(e);
-    }
-    wal.synced_seqno = last;
-    db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
-    Ok(())
-}
-
-/// Writes the oldest frozen memtable of `table` to an L0 SST. Returns the
-/// bytes written.
+/// Flushes the oldest frozen memtable of `table`, then lets go of the log
+/// segments no table needs any more. Returns the bytes written.
 fn flush_one(db: &DbInner, table: &LsmTable) -> Result<u64> {
-    let start = Instant::now();
-    let sv = table.super_version();
-    let Some(imm) = sv.imms.first().cloned() else {
-        return Ok(0);
-    };
-    let flushed_seqno = imm.last_seqno.load(Ordering::Acquire);
-    let (output, numbers) = with_new_files(db, |new_file| {
-        write_memtable(&imm, &table.sst_options(), new_file)
-    })?;
-    let written: u64 = output.files.iter().map(|(_, i)| i.file_size).sum();
-    let result = (|| {
-        db.fs.sync_dir(&db.dir)?;
-        // Entries of other tables committed in the same batches as these
-        // must be durable before these stop being replayed from the log.
-        sync_wal_to(db, flushed_seqno)?;
-        let mut vs = db.vs.lock();
-        let mut edit = VersionEdit {
-            next_file_number: Some(db.next_file_number.load(Ordering::Acquire)),
-            last_seqno: Some(db.last_seqno.load(Ordering::Acquire)),
-            flushed: vec![(table.id, flushed_seqno)],
-            ..VersionEdit::default()
-        };
-        let mut version = (*table.super_version().version).clone();
-        for (number, info) in &output.files {
-            let record = file_record(*number, info);
-            edit.added.push((table.id, 0, record.clone()));
-            let meta = FileMeta::new(
-                record,
-                db.path(&sst_name(*number)),
-                Arc::clone(&db.fs),
-                Arc::clone(&db.cache),
-            );
-            if let Some(l0) = version.levels.get_mut(0) {
-                l0.insert(0, Arc::new(meta));
-            }
-        }
-        vs.log(db, &edit)?;
-        table.install(version, 1);
-        vs.live_versions
-            .push(Arc::downgrade(&table.super_version().version));
-        table.flushed_seqno.store(flushed_seqno, Ordering::Release);
-        Ok(())
-    })();
-    release_outputs(db, &numbers);
-    result?;
-    db.counters.flushes.fetch_add(1, Ordering::Relaxed);
-    db.counters
-        .flush_bytes
-        .fetch_add(written, Ordering::Relaxed);
-    {
-        let mut c = table.counters.lock();
-        c.flushes += 1;
-        c.flush_micros += start.elapsed().as_micros() as u64;
-        c.levels[0].written += written;
-    }
-    delete_obsolete_wal(db);
+    let written = job::flush_one(db, table)?;
+    log::delete_obsolete(db);
     Ok(written)
 }
 
-/// Runs `write` with a maker of new SST files whose numbers are reserved
-/// against the file cleaner. On failure the reservations are released; on
-/// success the caller releases them once the files are installed.
-fn with_new_files(
-    db: &DbInner,
-    write: impl FnOnce(&mut dyn FnMut() -> Result<(u64, Box<dyn WritableFile>)>) -> Result<MergeOutput>,
-) -> Result<(MergeOutput, Vec<u64>)> {
-    let mut numbers = Vec::new();
-    let result = write(&mut || {
-        let n = db.new_output_number();
-        numbers.push(n);
-        Ok((n, db.fs.create(&db.path(&sst_name(n)))?))
-    });
-    match result {
-        Ok(output) => Ok((output, numbers)),
-        Err(e) => {
-            release_outputs(db, &numbers);
-            Err(e)
-        }
-    }
-}
-
-fn release_outputs(db: &DbInner, numbers: &[u64]) {
-    let mut vs = db.vs.lock();
-    for n in numbers {
-        vs.pending_outputs.remove(n);
-    }
-}
-
-/// Runs a claimed compaction. Returns the bytes written.
-fn run_compaction(db: &DbInner, table: &LsmTable, c: &Compaction) -> Result<u64> {
-    let start = Instant::now();
-    let output_level = c.output_level;
-    let base = Arc::clone(&table.super_version().version);
-    let mut edit = VersionEdit {
-        next_file_number: Some(db.next_file_number.load(Ordering::Acquire)),
-        ..VersionEdit::default()
-    };
-    for (level, files) in &c.inputs {
-        for f in files {
-            edit.deleted
-                .push((table.id, *level as u32, f.record.number));
-        }
-    }
-    let mut numbers = Vec::new();
-    let mut outputs: Vec<Arc<FileMeta>> = Vec::new();
-    let mut written = 0;
-    let trivial = c.is_trivial_move();
-    if trivial {
-        for f in c.files() {
-            edit.added
-                .push((table.id, output_level as u32, f.record.clone()));
-            outputs.push(Arc::clone(f));
-        }
-        db.counters.trivial_moves.fetch_add(1, Ordering::Relaxed);
-    } else {
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        for (level, files) in &c.inputs {
-            if *level == 0 {
-                for f in files {
-                    children.push(Box::new(f.sst()?.iter()));
-                }
-            } else {
-                children.push(Box::new(LevelIter::new(files.clone())));
+/// The database as the LSM jobs see it (`lsm::job`).
+impl JobHost for DbInner {
+    fn create_sst(&self) -> Result<(u64, Box<dyn WritableFile>)> {
+        let n = self.new_output_number();
+        match self.fs.create(&self.path(&sst_name(n))) {
+            Ok(file) => Ok((n, file)),
+            Err(e) => {
+                self.release(&[n]);
+                Err(e)
             }
         }
-        let mut merge = MergingIter::new(children);
-        merge.seek_to_first();
-        let older = c.older_runs(&base);
-        let is_bottom = |uk: &[u8]| !older.may_hold(uk);
-        let policy = DropPolicy {
-            horizon: &db.horizon(),
-            is_bottom: &is_bottom,
-            drop_shadowed: true,
-        };
-        let (output, reserved) = with_new_files(db, |new_file| {
-            write_merged(
-                &mut merge,
-                &table.sst_options(),
-                c.target_file_bytes,
-                &policy,
-                new_file,
-            )
-        })?;
-        numbers = reserved;
-        db.counters
-            .compaction_bytes_read
-            .fetch_add(output.bytes_read, Ordering::Relaxed);
-        for (number, info) in &output.files {
-            written += info.file_size;
-            let record = file_record(*number, info);
-            edit.added
-                .push((table.id, output_level as u32, record.clone()));
-            outputs.push(Arc::new(FileMeta::new(
-                record,
-                db.path(&sst_name(*number)),
-                Arc::clone(&db.fs),
-                Arc::clone(&db.cache),
-            )));
-        }
-        db.counters
-            .compaction_bytes_written
-            .fetch_add(written, Ordering::Relaxed);
     }
-    let result = (|| {
-        if !trivial {
-            db.fs.sync_dir(&db.dir)?;
+
+    fn release(&self, numbers: &[u64]) {
+        let mut vs = self.vs.lock();
+        for n in numbers {
+            vs.pending_outputs.remove(n);
         }
-        let mut vs = db.vs.lock();
+    }
+
+    fn sst(&self, record: FileRecord) -> FileMeta {
+        let path = self.path(&sst_name(record.number));
+        FileMeta::new(record, path, Arc::clone(&self.fs), Arc::clone(&self.cache))
+    }
+
+    fn sync_dir(&self) -> Result<()> {
+        self.fs.sync_dir(&self.dir)
+    }
+
+    fn sync_log_to(&self, seqno: u64) -> Result<()> {
+        log::sync_to(self, seqno)
+    }
+
+    fn horizon(&self) -> Horizon {
+        DbInner::horizon(self)
+    }
+
+    fn next_file_number(&self) -> u64 {
+        self.next_file_number.load(Ordering::Acquire)
+    }
+
+    fn last_seqno(&self) -> u64 {
+        self.last_seqno.load(Ordering::Acquire)
+    }
+
+    fn log_and_install(
+        &self,
+        table: &LsmTable,
+        edit: &VersionEdit,
+        flushed: usize,
+        build: &mut dyn FnMut(&Version) -> Result<Version>,
+    ) -> Result<()> {
+        let mut vs = self.vs.lock();
         let current = Arc::clone(&table.super_version().version);
-        let version = apply_compaction(&current, c, outputs);
-        if let Err(detail) = version.check() {
-            return Err(Error::corruption(
-                db.path("(version)"),
-                0,
-                format!("compaction broke an invariant: {detail}"),
-            ));
-        }
-        vs.log(db, &edit)?;
-        table.install(version, 0);
+        let version = build(&current)?;
+        vs.log(self, edit)?;
+        table.install(version, flushed);
         vs.live_versions
             .push(Arc::downgrade(&table.super_version().version));
         Ok(())
-    })();
-    release_outputs(db, &numbers);
-    result?;
-    db.counters.compactions.fetch_add(1, Ordering::Relaxed);
-    let (from_output, from_above) = c.input_bytes();
-    let mut counters = table.counters.lock();
-    if let Some(l) = counters.levels.get_mut(output_level) {
-        l.compactions += 1;
-        l.micros += start.elapsed().as_micros() as u64;
-        if trivial {
-            l.trivial_moves += 1;
-        } else {
-            l.read_here += from_output;
-            l.read_above += from_above;
-            l.written += written;
-        }
     }
-    Ok(written)
-}
 
-/// The version after `c`: its inputs removed from `current`, its outputs
-/// added. An L0 output takes the place of its inputs, so that L0 stays
-/// newest first.
-fn apply_compaction(current: &Version, c: &Compaction, outputs: Vec<Arc<FileMeta>>) -> Version {
-    let removed: HashSet<u64> = c.files().map(|f| f.record.number).collect();
-    let mut version = current.clone();
-    let l0_position = version
-        .level(0)
-        .iter()
-        .position(|f| removed.contains(&f.record.number));
-    for level in version.levels.iter_mut() {
-        level.retain(|f| !removed.contains(&f.record.number));
-    }
-    if let Some(level) = version.levels.get_mut(c.output_level) {
-        if c.output_level == 0 {
-            let at = l0_position.unwrap_or(0).min(level.len());
-            level.splice(at..at, outputs);
-        } else {
-            level.extend(outputs);
-            level.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-        }
-    }
-    version
-}
-
-/// Deletes log segments whose every entry is persisted in SSTs.
-fn delete_obsolete_wal(db: &DbInner) {
-    if db.poisoned.load(Ordering::Acquire) {
-        return;
-    }
-    // Read the visible seqno first: every entry up to it is in some memtable
-    // (or already flushed), so the memtables' first seqnos below bound it.
-    let visible = db.visible_seqno.load(Ordering::Acquire);
-    let tables = db.lsm_tables();
-    let mut keep_from = visible + 1;
-    for t in &tables {
-        if let Some(s) = t.super_version().oldest_unflushed_seqno() {
-            keep_from = keep_from.min(s);
-        }
-    }
-    for t in db.btrees() {
-        t.mark_clean_upto(visible);
-        keep_from = keep_from.min(t.persisted_seqno.load(Ordering::Acquire) + 1);
-    }
-    let obsolete: Vec<u64> = {
-        let mut wal = db.wal.lock();
-        let (gone, kept): (Vec<_>, Vec<_>) =
-            wal.closed.iter().partition(|s| s.last_seqno < keep_from);
-        wal.closed = kept;
-        gone.iter().map(|s| s.number).collect()
-    };
-    for n in obsolete {
-        // A segment left behind by a failed removal is skipped by recovery
-        // (its entries are all persisted); the next open removes it.
-        let _ = db.fs.remove(&db.path(&wal_name(n)));
-    }
-}
-
-/// Deletes SSTs that no live version references.
-///
-/// Nothing is deleted once the database is poisoned: after a failed manifest
-/// write it is unknown whether the edit naming a new file reached the disk,
-/// so every file may still be referenced by the manifest the next open reads.
-pub(crate) fn delete_obsolete_files(db: &DbInner) {
-    if db.poisoned.load(Ordering::Acquire) {
-        return;
-    }
-    // Numbers handed out after this snapshot belong to files being written
-    // now: `next` (read under the same lock that allocates) fences them off.
-    let (live, pending, next) = {
-        let mut vs = db.vs.lock();
-        // Checked under the lock that a failed manifest write is recorded
-        // under: the failed job releases its outputs, which the manifest may
-        // name, before its caller poisons the database.
-        if vs.manifest_failed.is_some() {
-            return;
-        }
-        let mut live = HashSet::new();
-        vs.live_versions.retain(|w| match w.upgrade() {
-            Some(v) => {
-                live.extend(v.files().map(|f| f.record.number));
-                true
-            }
-            None => false,
-        });
-        for t in vs.tables.values().filter_map(Core::lsm) {
-            live.extend(t.super_version().version.files().map(|f| f.record.number));
-        }
-        (
-            live,
-            vs.pending_outputs.clone(),
-            db.next_file_number.load(Ordering::Acquire),
-        )
-    };
-    let Ok(names) = db.fs.list(&db.dir) else {
-        return;
-    };
-    for name in names {
-        if let Some(n) = super::parse_numbered(&name, "sst") {
-            if n < next
-                && !live.contains(&n)
-                && !pending.contains(&n)
-                && db.fs.remove(&db.path(&name)).is_ok()
-            {
-                db.cache.erase_owner(n);
+    fn count(&self, counts: JobCounts) {
+        let c = &self.counters;
+        for (counter, n) in [
+            (&c.flushes, counts.flushes),
+            (&c.flush_bytes, counts.flush_bytes),
+            (&c.compactions, counts.compactions),
+            (&c.compaction_bytes_read, counts.compaction_bytes_read),
+            (&c.compaction_bytes_written, counts.compaction_bytes_written),
+            (&c.trivial_moves, counts.trivial_moves),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
             }
         }
     }

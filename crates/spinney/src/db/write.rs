@@ -16,14 +16,13 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::{wal_name, work, Core, DbInner, Segment};
+use super::{log, work, Core, DbInner};
 use crate::batch::WriteBatch;
 use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
 use crate::lsm::table::{LsmTable, Mem};
 use crate::mvcc::Horizon;
 use crate::options::{Durability, WriteOptions};
-use crate::wal::writer::LogWriter;
 
 /// A group takes followers until it holds this many log bytes.
 const GROUP_BYTES_MAX: usize = 1 << 20;
@@ -228,7 +227,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
                 Durability::Off => {}
             }
             if wal.writer.len() >= db.options.wal_segment_size {
-                roll_segment(db, &mut wal)?;
+                log::roll_segment(db, &mut wal)?;
             }
             Ok(())
         });
@@ -309,24 +308,6 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         Ordering::Relaxed,
     );
     (results, tables)
-}
-
-/// Closes the current segment (synced, so that only the newest segment can
-/// ever have a torn tail) and starts the next.
-pub(crate) fn roll_segment(db: &DbInner, wal: &mut super::Wal) -> Result<()> {
-    wal.writer.sync()?;
-    wal.synced_seqno = wal.last_seqno;
-    let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
-    let file = db.fs.create(&db.path(&wal_name(number)))?;
-    db.fs.sync_dir(&db.dir)?;
-    let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
-    drop(old);
-    wal.closed.push(Segment {
-        number: wal.number,
-        last_seqno: wal.last_seqno,
-    });
-    wal.number = number;
-    Ok(())
 }
 
 /// Freezes a full memtable, and applies backpressure: each commit group

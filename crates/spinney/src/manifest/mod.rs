@@ -18,6 +18,7 @@ use crate::encoding::{
     put_length_prefixed, put_u8, put_varint32, put_varint64, DecodeError, Decoder,
 };
 use crate::error::{Error, Result};
+use crate::file_names::manifest_name;
 use crate::fs::Fs;
 use crate::limits;
 use crate::options::{CompactionOptions, CompactionStyle, Compression, TableKind, TableOptions};
@@ -388,11 +389,6 @@ fn decode_file(p: &mut Decoder<'_>) -> Result<FileRecord, DecodeError> {
         seqno_min,
         seqno_max,
     })
-}
-
-/// The name of the manifest with file number `number`.
-pub(crate) fn manifest_name(number: u64) -> String {
-    format!("MANIFEST-{number:06}")
 }
 
 /// Writes manifest `number` in `dir` holding `records` (encoded edits; the

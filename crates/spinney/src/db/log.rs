@@ -1,0 +1,119 @@
+//! The write-ahead log's segments and their life, in one place: the open
+//! segment that commit groups append to, the closed ones (each synced when
+//! it was closed, so that only the newest segment can ever have a torn
+//! tail), rolling to a new segment, syncing up to a seqno, syncing at
+//! close, and letting go of the segments whose every entry the tables have
+//! persisted. Recovery reads the segments in `open.rs`; the record format
+//! is `wal/`.
+//!
+//! Thread-safety: `Wal` lives under the database's `wal` lock; every
+//! function here takes it or is handed it locked. Lock order: `wal` comes
+//! after `vs` and before a table's super-version lock (see `db/mod.rs`).
+
+use std::sync::atomic::Ordering;
+
+use super::DbInner;
+use crate::error::Result;
+use crate::file_names::wal_name;
+use crate::wal::writer::LogWriter;
+
+/// A WAL segment and the last seqno written to it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    pub number: u64,
+    pub last_seqno: u64,
+}
+
+/// The log: the open segment and the closed ones.
+pub(crate) struct Wal {
+    pub writer: LogWriter,
+    pub number: u64,
+    /// Closed segments (synced when closed), oldest first; the open one is `number`.
+    pub closed: Vec<Segment>,
+    pub last_seqno: u64,
+    /// Every record up to this seqno has been synced.
+    pub synced_seqno: u64,
+}
+
+impl Wal {
+    /// The oldest segment recovery must read: the oldest closed one, or the
+    /// open one. (A segment leaves `closed` before it is deleted, only once
+    /// every table has persisted its entries.)
+    pub(crate) fn oldest_needed(&self) -> u64 {
+        self.closed.first().map_or(self.number, |s| s.number)
+    }
+
+    /// Syncs the open segment: every record appended is durable.
+    pub(crate) fn sync_all(&mut self) -> Result<()> {
+        let last = self.last_seqno;
+        self.writer.sync()?;
+        self.synced_seqno = last;
+        Ok(())
+    }
+}
+
+/// Closes the current segment (synced, so that only the newest segment can
+/// ever have a torn tail) and starts the next.
+pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
+    wal.writer.sync()?;
+    wal.synced_seqno = wal.last_seqno;
+    let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
+    let file = db.fs.create(&db.path(&wal_name(number)))?;
+    db.fs.sync_dir(&db.dir)?;
+    let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+    drop(old);
+    wal.closed.push(Segment {
+        number: wal.number,
+        last_seqno: wal.last_seqno,
+    });
+    wal.number = number;
+    Ok(())
+}
+
+/// Makes the log durable up to `seqno`.
+pub(crate) fn sync_to(db: &DbInner, seqno: u64) -> Result<()> {
+    let mut wal = db.wal.lock();
+    if wal.synced_seqno >= seqno {
+        return Ok(());
+    }
+    if let Err(e) = wal.sync_all() {
+        drop(wal);
+        db.poison(format!("syncing the write-ahead log failed: {e}"));
+        return Err(e);
+    }
+    db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Deletes log segments whose every entry is persisted in SSTs.
+pub(crate) fn delete_obsolete(db: &DbInner) {
+    if db.poisoned.load(Ordering::Acquire) {
+        return;
+    }
+    // Read the visible seqno first: every entry up to it is in some memtable
+    // (or already flushed), so the memtables' first seqnos below bound it.
+    let visible = db.visible_seqno.load(Ordering::Acquire);
+    let tables = db.lsm_tables();
+    let mut keep_from = visible + 1;
+    for t in &tables {
+        if let Some(s) = t.super_version().oldest_unflushed_seqno() {
+            keep_from = keep_from.min(s);
+        }
+    }
+    for t in db.btrees() {
+        t.mark_clean_upto(visible);
+        keep_from = keep_from.min(t.persisted_seqno.load(Ordering::Acquire) + 1);
+    }
+    let obsolete: Vec<u64> = {
+        let mut wal = db.wal.lock();
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            wal.closed.iter().partition(|s| s.last_seqno < keep_from);
+        wal.closed = kept;
+        gone.iter().map(|s| s.number).collect()
+    };
+    for n in obsolete {
+        // A segment left behind by a failed removal is skipped by recovery
+        // (its entries are all persisted); the next open removes it.
+        let _ = db.fs.remove(&db.path(&wal_name(n)));
+    }
+}
