@@ -7,45 +7,24 @@
 //!
 //! Method: a long seeded workload at the smallest `max_manifest_size`,
 //! checked against a `BTreeMap` model and a size bound derived from the
-//! manifest format; then, on the fault-injecting file system, a database
-//! whose manifest is at the limit, and a crash (or EIO) at each file
-//! operation of the change that rolls it, as in `crash.rs`.
+//! manifest format. A crash (or EIO) at each file operation of a change
+//! that rolls the manifest is in `crash_manifest_roll.rs`.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::Path;
 
+use common::files::manifests_in;
+use common::model::State;
+use common::{lsm_table, read_table, DB};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spinney::fs::{FaultFs, FaultKind};
-use spinney::{Db, Durability, Error, Options, Table, TableOptions, WriteBatch};
-
-type State = BTreeMap<Vec<u8>, Vec<u8>>;
+use spinney::fs::FaultFs;
+use spinney::{Db, Error, Options, TableOptions, WriteBatch};
 
 /// The smallest `max_manifest_size` the database accepts.
-const MAX_MANIFEST: u64 = 4 << 10;
-
-fn small_tables() -> TableOptions {
-    TableOptions {
-        write_buffer_size: 64 << 10,
-        ..TableOptions::default()
-    }
-}
-
-fn read_table(table: &Table) -> spinney::Result<State> {
-    table.iter()?.collect()
-}
-
-fn manifests_in(names: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut m: Vec<String> = names
-        .into_iter()
-        .filter(|n| n.starts_with("MANIFEST-"))
-        .collect();
-    m.sort();
-    m
-}
+const MAX_MANIFEST: u64 = spinney::limits::MANIFEST_BYTES_MIN;
 
 // Upper bounds, in bytes, of the manifest fields the long workload writes
 // (docs/format.md#manifest). Every number it stores (file numbers, sizes,
@@ -139,7 +118,7 @@ fn a_long_run_at_the_smallest_manifest_size_keeps_one_small_manifest_and_all_dat
     let mut rng = StdRng::seed_from_u64(42);
     let mut model: BTreeMap<String, State> = BTreeMap::new();
     let mut db = Db::open(dir.path(), options.clone()).expect("open");
-    db.create_table("keep", small_tables()).expect("create");
+    db.create_table("keep", lsm_table()).expect("create");
     model.insert("keep".into(), State::new());
     let mut next_table = 0;
     let mut rolls = 0;
@@ -171,7 +150,7 @@ fn a_long_run_at_the_smallest_manifest_size_keeps_one_small_manifest_and_all_dat
         if step % 17 == 5 && model.len() < TABLES_MAX as usize {
             let name = format!("t{next_table}");
             next_table += 1;
-            db.create_table(&name, small_tables()).expect("create");
+            db.create_table(&name, lsm_table()).expect("create");
             model.insert(name, State::new());
         }
         if step % 29 == 11 {
@@ -252,248 +231,4 @@ fn a_catalog_larger_than_the_limit_is_not_rewritten_at_every_edit() {
     db.close().expect("close");
     let db = Db::open(DB, options).expect("reopen");
     assert_eq!(db.tables().len(), 300);
-}
-
-// The fault-injection tests below.
-
-const DB: &str = "/db";
-
-fn fault_options(fs: &Arc<FaultFs>) -> Options {
-    Options {
-        durability: Durability::Full,
-        max_manifest_size: MAX_MANIFEST,
-        // Several log segments, so that the log number of the roll's
-        // whole-state record matters.
-        wal_segment_size: 32 << 10,
-        fs: fs.clone(),
-        ..Options::default()
-    }
-}
-
-fn manifest_path(fs: &FaultFs) -> PathBuf {
-    let manifests = manifests_in(
-        fs.files()
-            .iter()
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
-    );
-    assert_eq!(manifests.len(), 1, "{manifests:?}");
-    Path::new(DB).join(&manifests[0])
-}
-
-/// What changes the manifest once it is at the limit, so that its edit is
-/// logged by a roll.
-#[derive(Debug, Clone, Copy)]
-enum Trigger {
-    /// `create_table("c")`: the roll is its only file work.
-    CreateTable,
-    /// `Table::flush` of "b", whose entries sit in closed log segments: an SST,
-    /// a log sync, and the roll.
-    FlushB,
-    /// `Table::compact_all` of "a": moves of its one SST down the levels,
-    /// each a manifest edit, the first of them a roll.
-    CompactA,
-}
-
-impl Trigger {
-    fn run(self, db: &Db) -> spinney::Result<()> {
-        match self {
-            Trigger::CreateTable => db.create_table("c", TableOptions::default()).map(drop),
-            Trigger::FlushB => db.table("b")?.flush(),
-            Trigger::CompactA => db.table("a")?.compact_all(),
-        }
-    }
-}
-
-/// A database whose next manifest edit rolls the manifest: tables "a"
-/// (flushed to one SST) and "b" (only in the log, over several segments,
-/// some closed), and a manifest at the limit, grown by creating and
-/// dropping tables. Nothing runs in the background: no memtable fills and
-/// L0 holds one run.
-fn at_the_limit(fs: &Arc<FaultFs>) -> (Db, Expected) {
-    let db = Db::open(DB, fault_options(fs)).expect("open");
-    let tables = ["a", "b"].map(|n| db.create_table(n, TableOptions::default()).expect("create"));
-    let mut model: [State; 2] = Default::default();
-    let mut rng = StdRng::seed_from_u64(7);
-    for i in 0..300u32 {
-        let mut batch = WriteBatch::new();
-        for _ in 0..3 {
-            let t = rng.gen_range(0..2);
-            let key = format!("key{:05}", rng.gen_range(0..2000u32)).into_bytes();
-            let value = vec![(i % 251) as u8; rng.gen_range(50..200)];
-            batch.put(&tables[t], &key, &value);
-            model[t].insert(key, value);
-        }
-        db.write(batch).expect("write");
-    }
-    tables[0].flush().expect("flush a");
-    drop(tables);
-    // Every edit below is logged while the manifest is under the limit, so
-    // none rolls it; the last creation may leave its table behind.
-    let manifest = manifest_path(fs);
-    let full = || fs.file_len(&manifest).expect("manifest length") >= MAX_MANIFEST;
-    let mut pad = None;
-    for n in 0.. {
-        if full() {
-            break;
-        }
-        let name = format!("pad{n}");
-        db.create_table(&name, TableOptions::default())
-            .expect("create pad");
-        if full() {
-            pad = Some(name);
-            break;
-        }
-        db.drop_table(&name).expect("drop pad");
-    }
-    assert_eq!(db.stats().manifest_rolls, 0, "rolled before the trigger");
-    assert_eq!(manifest_path(fs), manifest, "rolled before the trigger");
-    (db, Expected { data: model, pad })
-}
-
-/// What a database built by `at_the_limit` holds.
-struct Expected {
-    /// The contents of "a" and "b".
-    data: [State; 2],
-    /// The empty table the padding left behind, if it did.
-    pad: Option<String>,
-}
-
-/// Drops `db` on another thread; fails if that hangs or panics.
-fn drop_within_seconds(db: Db, ctx: &str) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        drop(db);
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(Duration::from_secs(20))
-        .unwrap_or_else(|_| panic!("{ctx}: dropping the Db hung or panicked"));
-}
-
-/// After recovery: "a" and "b" hold the model, "c" is absent or empty (and
-/// present if its creation was acknowledged), nothing else exists but the
-/// pad table, and the files check out.
-fn check_recovered(db: &Db, expected: &Expected, trigger: Trigger, acknowledged: bool, ctx: &str) {
-    for (name, state) in ["a", "b"].iter().zip(&expected.data) {
-        let table = db
-            .table(name)
-            .unwrap_or_else(|e| panic!("{ctx}: table {name}: {e}"));
-        let seen = read_table(&table).unwrap_or_else(|e| panic!("{ctx}: scan {name}: {e}"));
-        assert!(seen == *state, "{ctx}: table {name} differs from the model");
-    }
-    let names: BTreeSet<String> = db.tables().into_iter().map(|t| t.name).collect();
-    let c = names.contains("c");
-    let mut want: BTreeSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
-    want.extend(expected.pad.clone());
-    if c {
-        want.insert("c".into());
-    }
-    assert_eq!(names, want, "{ctx}: tables");
-    if c {
-        let t = db.table("c").expect("c");
-        assert_eq!(read_table(&t).expect("scan c"), State::new(), "{ctx}");
-    } else {
-        assert!(
-            !(acknowledged && matches!(trigger, Trigger::CreateTable)),
-            "{ctx}: acknowledged table c is gone"
-        );
-    }
-    db.verify()
-        .unwrap_or_else(|e| panic!("{ctx}: verify after recovery: {e}"));
-}
-
-/// The mutating file operations of `trigger` on a database at the limit,
-/// checking on the way that it rolls the manifest.
-fn ops_of(trigger: Trigger) -> u64 {
-    let fs = FaultFs::new();
-    let (db, _) = at_the_limit(&fs);
-    let before = manifest_path(&fs);
-    let start = fs.mutating_ops();
-    trigger.run(&db).expect("dry run");
-    let span = fs.mutating_ops() - start;
-    assert_eq!(db.stats().manifest_rolls, 1, "{trigger:?} did not roll");
-    assert_ne!(manifest_path(&fs), before, "{trigger:?}: old manifest kept");
-    drop_within_seconds(db, "dry run");
-    span
-}
-
-const TRIGGERS: [Trigger; 3] = [Trigger::CreateTable, Trigger::FlushB, Trigger::CompactA];
-
-#[test]
-fn crash_at_every_operation_of_a_manifest_roll_recovers_the_acknowledged_state() {
-    // Goal: the roll writes a new manifest (whole state, then the edit),
-    // syncs it and the directory, writes and syncs CURRENT.tmp, renames it
-    // over CURRENT, syncs the directory and deletes the old manifest. Before
-    // the rename is durable the old manifest must still be live and whole;
-    // after it, the new one, holding everything (the log number included:
-    // "b" lives only in the log). A crash at any of these operations, with
-    // or without torn unsynced tails, must reopen to the acknowledged state.
-    // Method: for each trigger, a crash at each of its operations in turn.
-    let mut points = 0;
-    for trigger in TRIGGERS {
-        let span = ops_of(trigger);
-        assert!(span >= 10, "{trigger:?} took only {span} operations");
-        for k in 0..span {
-            let ctx = format!("{trigger:?}, crash at op {k} of {span}");
-            let fs = FaultFs::new();
-            let (db, expected) = at_the_limit(&fs);
-            fs.inject(k, FaultKind::Crash);
-            // A crash at the last operation (removing the old manifest, after
-            // the switch) does not fail the change: it is durable.
-            let acknowledged = trigger.run(&db).is_ok();
-            drop_within_seconds(db, &ctx);
-            fs.crash(if k % 2 == 0 { Some(k) } else { None });
-
-            let db =
-                Db::open(DB, fault_options(&fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
-            check_recovered(&db, &expected, trigger, acknowledged, &ctx);
-            manifest_path(&fs);
-            db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));
-            let db = Db::open(DB, fault_options(&fs))
-                .unwrap_or_else(|e| panic!("{ctx}: second reopen: {e}"));
-            check_recovered(&db, &expected, trigger, acknowledged, &ctx);
-            points += 1;
-        }
-    }
-    assert!(points >= 30, "only {points} crash points");
-}
-
-#[test]
-fn eio_at_every_operation_of_a_manifest_roll_makes_the_database_read_only_and_loses_nothing() {
-    // Goal: an I/O error at any operation of a roll fails the change (but
-    // the removal of the old manifest, after the switch), makes the
-    // database refuse writes, keeps reads working, and a reopen without a
-    // crash (whichever manifest CURRENT names) has the acknowledged state.
-    for trigger in TRIGGERS {
-        let span = ops_of(trigger);
-        let mut failed = 0;
-        for k in 0..span {
-            let ctx = format!("{trigger:?}, EIO at op {k} of {span}");
-            let fs = FaultFs::new();
-            let (db, expected) = at_the_limit(&fs);
-            fs.inject(k, FaultKind::Eio);
-            let acknowledged = trigger.run(&db).is_ok();
-            if !acknowledged {
-                failed += 1;
-                let again = db.table("a").and_then(|t| t.put(b"after", b"fault"));
-                assert!(
-                    matches!(again, Err(Error::ReadOnly { .. })),
-                    "{ctx}: write after the failure returned {again:?}"
-                );
-                let table = db.table("b").expect("b");
-                let seen = read_table(&table).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
-                assert!(seen == expected.data[1], "{ctx}: b differs before reopen");
-            }
-            drop_within_seconds(db, &ctx);
-            let db =
-                Db::open(DB, fault_options(&fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
-            check_recovered(&db, &expected, trigger, acknowledged, &ctx);
-            manifest_path(&fs);
-        }
-        // Only the removals of files made garbage by the change (the old
-        // manifest, obsolete log segments) may fail without failing it.
-        assert!(
-            failed >= 10,
-            "{trigger:?}: only {failed} of {span} faults failed the change"
-        );
-    }
 }
