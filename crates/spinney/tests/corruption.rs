@@ -611,7 +611,7 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Where the live pages of a B-tree file are, read from its bytes (the
-/// layout of `btree/page.rs` and the header of `btree/mod.rs`; pages are
+/// layout of `btree/page.rs` and the header of `btree/format.rs`; pages are
 /// stored uncompressed, the image after a 12-byte framing).
 #[derive(Debug, Default)]
 struct Layout {

@@ -2,7 +2,7 @@
 //! fault-injecting file system.
 //!
 //! Goal: a B-tree table is made durable by the shared log plus
-//! copy-on-write checkpoints (see `btree/mod.rs`). Whatever operation of a
+//! copy-on-write checkpoints (see `btree/checkpoint.rs`). Whatever operation of a
 //! checkpoint the machine dies at, or fails with EIO or ENOSPC, the
 //! database reopens with every acknowledged batch, `verify` passes (every
 //! page of the durable image used exactly once), and no file is left over.
@@ -373,7 +373,7 @@ fn merges_while_a_checkpoint_runs_keep_its_image_whole() {
 }
 
 /// (generation, free map pages) of the newest header slot of the file of
-/// the first table (the layout of `Checkpoint::encode` in btree/mod.rs).
+/// the first table (the layout of `Checkpoint::encode` in btree/format.rs).
 fn free_map_pages(fs: &FaultFs) -> (u64, u32) {
     use spinney::fs::Fs;
     let raw = fs

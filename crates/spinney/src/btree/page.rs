@@ -1,5 +1,5 @@
-//! B-tree pages: the slotted page layout, its on-disk framing, and the
-//! in-memory frame the cache holds (docs/format.md#b-tree-file).
+//! B-tree pages: the slotted page layout, read and built in place
+//! (docs/format.md#page-image).
 //!
 //! A page in memory is an *image* of `page_size - DISK_HEADER` bytes:
 //! ```text
@@ -17,270 +17,18 @@
 //!   overflow  := value_len u32 | first u64 | pages u32   (tag 1)
 //! branch cell := ikey_len u16 | child u64 | ikey
 //! ```
-//! Keys are internal keys (user key + trailer, `lsm::key`), so a leaf holds
+//! Keys are internal keys (user key + trailer, `mvcc::key`), so a leaf holds
 //! versions, newest first within a user key. Branch cell `i` says that
 //! `child` holds the keys at or above `ikey` (and below the next cell's).
 //!
-//! On disk each page takes `page_size` bytes at `pgno * page_size`:
-//! ```text
-//! disk page := crc32c u32 | codec u8 | kind u8 | 0 u16 | stored_len u32 | payload
-//! ```
-//! The checksum covers the page number (so a page read from the wrong place
-//! fails) and bytes 4.. up to the end of the payload. The payload is the
-//! image, raw or compressed; a compressed page writes only its used sectors.
+//! On disk each page is framed (checksummed, perhaps compressed): see
+//! `format.rs`, whose constants the layout above uses.
+//!
+//! Everything here is pure, over a page image in memory. Thread-safety: the
+//! caller holds the page's latch.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-
-use parking_lot::{Mutex, RwLock};
-
-use crate::encoding::crc32c2;
-use crate::error::{Error, Result};
-use crate::fs::PagedFile;
+pub(crate) use super::format::{HEADER, KIND_BRANCH, KIND_FREE_MAP, KIND_LEAF, KIND_OVERFLOW};
 use crate::mvcc::key;
-use crate::options::Compression;
-
-/// Bytes of the on-disk framing before the payload.
-pub(crate) const DISK_HEADER: usize = 12;
-/// Bytes of the image header.
-pub(crate) const HEADER: usize = 16;
-
-pub(crate) const KIND_LEAF: u8 = 1;
-pub(crate) const KIND_BRANCH: u8 = 2;
-pub(crate) const KIND_OVERFLOW: u8 = 3;
-pub(crate) const KIND_FREE_MAP: u8 = 4;
-
-const CODEC_NONE: u8 = 0;
-const CODEC_LZ4: u8 = 1;
-const CODEC_ZSTD: u8 = 2;
-
-/// Compressed pages are written in whole sectors.
-const SECTOR: usize = 512;
-
-/// What a B-tree file's pages count, for stats. Relaxed atomics.
-#[derive(Debug, Default)]
-pub(crate) struct PageCounters {
-    pub from_cache: AtomicU64,
-    pub from_storage: AtomicU64,
-    pub written: AtomicU64,
-    pub bytes_written: AtomicU64,
-    pub evictions_clean: AtomicU64,
-    pub evictions_dirty: AtomicU64,
-}
-
-/// A B-tree file: its handle and what every page of it shares.
-pub(crate) struct PageFile {
-    pub file: Arc<dyn PagedFile>,
-    pub page_size: usize,
-    pub compression: Compression,
-    /// This file's owner number in the cache.
-    pub owner: u64,
-    pub counters: PageCounters,
-    /// Why a page write failed, if one did (an eviction cannot return its
-    /// error; the next write or checkpoint of the table reports it).
-    pub failed: Mutex<Option<String>>,
-    /// Pages being read from the file into the cache, with how many reads
-    /// of each are in flight (see `Loading`).
-    pub loading: Mutex<HashMap<u64, u32>>,
-}
-
-/// A read of a page from the file into the cache, registered for its
-/// duration: `write_back` does not let the page leave the cache meanwhile,
-/// so that the read cannot put an older image back over a newer one.
-pub(crate) struct Loading<'a> {
-    file: &'a PageFile,
-    pgno: u64,
-}
-
-impl<'a> Loading<'a> {
-    pub(crate) fn start(file: &'a PageFile, pgno: u64) -> Loading<'a> {
-        *file.loading.lock().entry(pgno).or_insert(0) += 1;
-        Loading { file, pgno }
-    }
-}
-
-impl Drop for Loading<'_> {
-    fn drop(&mut self) {
-        let mut loading = self.file.loading.lock();
-        if let Some(n) = loading.get_mut(&self.pgno) {
-            *n -= 1;
-            if *n == 0 {
-                loading.remove(&self.pgno);
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for PageFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageFile")
-            .field("path", &self.file.path())
-            .field("page_size", &self.page_size)
-            .finish()
-    }
-}
-
-/// A page in memory.
-#[derive(Debug)]
-pub(crate) struct PageBuf {
-    pub file: Arc<PageFile>,
-    pub pgno: u64,
-    /// Changed since it was last written.
-    pub dirty: AtomicBool,
-    pub image: Vec<u8>,
-}
-
-/// A cached page: the latch (a reader-writer lock) over its buffer.
-pub(crate) type Frame = RwLock<PageBuf>;
-
-/// Writes a frame out if it is dirty, for the cache's eviction. False when
-/// the page cannot leave now: latched for writing, being loaded, or its
-/// write failed.
-pub(crate) fn write_back(frame: &Frame) -> bool {
-    let Some(page) = frame.try_read() else {
-        return false;
-    };
-    // Being read from the file by another thread (see `Loading`).
-    if page.file.loading.lock().contains_key(&page.pgno) {
-        return false;
-    }
-    let counters = &page.file.counters;
-    if !page.dirty.load(Ordering::Acquire) {
-        counters.evictions_clean.fetch_add(1, Ordering::Relaxed);
-        return true;
-    }
-    match page.file.write_page(page.pgno, &page.image) {
-        Ok(()) => {
-            page.dirty.store(false, Ordering::Release);
-            counters.evictions_dirty.fetch_add(1, Ordering::Relaxed);
-            true
-        }
-        Err(e) => {
-            page.file
-                .fail(&format!("writing a B-tree page failed: {e}"));
-            false
-        }
-    }
-}
-
-impl PageFile {
-    /// Records why the table takes no more writes or checkpoints (the
-    /// first reason is kept).
-    pub(crate) fn fail(&self, reason: &str) {
-        let mut failed = self.failed.lock();
-        if failed.is_none() {
-            *failed = Some(reason.to_string());
-        }
-    }
-
-    pub(crate) fn image_len(&self) -> usize {
-        self.page_size - DISK_HEADER
-    }
-
-    fn offset(&self, pgno: u64) -> u64 {
-        pgno * self.page_size as u64
-    }
-
-    /// Frames `image` (compressing it if asked and worth it) and writes it
-    /// at page `pgno`.
-    pub(crate) fn write_page(&self, pgno: u64, image: &[u8]) -> Result<()> {
-        let compressed = match self.compression {
-            Compression::None => None,
-            Compression::Lz4 => Some((CODEC_LZ4, lz4_flex::block::compress(image))),
-            Compression::Zstd => zstd::bulk::compress(image, 3).ok().map(|c| (CODEC_ZSTD, c)),
-        };
-        let (codec, payload) = match &compressed {
-            Some((codec, c)) if c.len() + image.len() / 8 <= image.len() => (*codec, c.as_slice()),
-            _ => (CODEC_NONE, image),
-        };
-        let mut out = Vec::with_capacity(self.page_size);
-        out.extend_from_slice(&[0; 4]);
-        out.push(codec);
-        out.push(image.first().copied().unwrap_or(0));
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(payload);
-        let crc = crc32c2(&pgno.to_le_bytes(), out.get(4..).unwrap_or(&[]));
-        if let Some(head) = out.get_mut(..4) {
-            head.copy_from_slice(&crc.to_le_bytes());
-        }
-        let len = if codec == CODEC_NONE {
-            self.page_size
-        } else {
-            out.len().div_ceil(SECTOR) * SECTOR
-        };
-        out.resize(len.min(self.page_size), 0);
-        self.file.write_at(self.offset(pgno), &out)?;
-        self.counters.written.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .bytes_written
-            .fetch_add(out.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Reads page `pgno`, checks its checksum and structure, and returns its image.
-    pub(crate) fn read_page(&self, pgno: u64) -> Result<Vec<u8>> {
-        let mut raw = vec![0u8; self.page_size];
-        let n = self.file.read_at(self.offset(pgno), &mut raw)?;
-        self.counters.from_storage.fetch_add(1, Ordering::Relaxed);
-        let image = decode_page(pgno, raw.get(..n).unwrap_or(&[]), self.image_len())
-            .map_err(|detail| self.corrupt(pgno, detail))?;
-        check_structure(&image).map_err(|detail| self.corrupt(pgno, detail))?;
-        Ok(image)
-    }
-
-    pub(crate) fn corrupt(&self, pgno: u64, detail: impl Into<String>) -> Error {
-        Error::corruption(
-            self.file.path(),
-            self.offset(pgno),
-            format!("page {pgno}: {}", detail.into()),
-        )
-    }
-}
-
-/// Checks the framing of a disk page and returns its image.
-pub(crate) fn decode_page(
-    pgno: u64,
-    raw: &[u8],
-    image_len: usize,
-) -> std::result::Result<Vec<u8>, String> {
-    if raw.len() < DISK_HEADER {
-        return Err(format!(
-            "short page: {} bytes, past the end of the file",
-            raw.len()
-        ));
-    }
-    let stored_len = u32_at(raw, 8) as usize;
-    let end = DISK_HEADER
-        .checked_add(stored_len)
-        .filter(|&e| e <= raw.len())
-        .ok_or_else(|| format!("payload length {stored_len} runs past the page"))?;
-    let crc = u32_at(raw, 0);
-    let actual = crc32c2(&pgno.to_le_bytes(), raw.get(4..end).unwrap_or(&[]));
-    if crc != actual {
-        return Err(format!(
-            "checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
-        ));
-    }
-    let payload = raw.get(DISK_HEADER..end).unwrap_or(&[]);
-    let image = match raw.get(4).copied() {
-        Some(CODEC_NONE) => payload.to_vec(),
-        Some(CODEC_LZ4) => lz4_flex::block::decompress(payload, image_len)
-            .map_err(|e| format!("lz4 payload does not decompress: {e}"))?,
-        Some(CODEC_ZSTD) => zstd::bulk::decompress(payload, image_len)
-            .map_err(|e| format!("zstd payload does not decompress: {e}"))?,
-        Some(other) => return Err(format!("unknown codec {other}")),
-        None => return Err("short page".into()),
-    };
-    if image.len() != image_len {
-        return Err(format!(
-            "page image is {} bytes, expected {image_len}",
-            image.len()
-        ));
-    }
-    Ok(image)
-}
 
 // Field access. Images are checked by `check_structure` when read, and
 // built only by the functions below, so these reads stay in bounds; they
@@ -615,6 +363,7 @@ pub(crate) fn check_structure(p: &[u8]) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::btree::format::DISK_HEADER;
     use crate::mvcc::key::{internal_key, Kind};
 
     fn leaf(len: usize) -> Vec<u8> {
@@ -667,37 +416,5 @@ mod tests {
         assert!(insert(&mut p, 3, &leaf_cell(&ik, Value::Inline(&[8; 100]))));
         assert_eq!(value(&p, 3), Value::Inline(&[8; 100]));
         check_structure(&p).expect("well formed");
-    }
-
-    #[test]
-    fn disk_framing_round_trips_and_detects_flips_and_misplacement() {
-        for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
-            let mut p = leaf(4096 - DISK_HEADER);
-            let ik = internal_key(b"key", 9, Kind::Put);
-            assert!(insert(&mut p, 0, &leaf_cell(&ik, Value::Inline(&[1; 500]))));
-            let dir = tempfile::tempdir().expect("tempdir");
-            let fs = crate::fs::OsFs::new();
-            let file = crate::fs::Fs::open_paged(&fs, &dir.path().join("f"), true).expect("open");
-            let pf = PageFile {
-                file,
-                page_size: 4096,
-                compression,
-                owner: 1,
-                counters: PageCounters::default(),
-                failed: Mutex::new(None),
-                loading: Mutex::default(),
-            };
-            pf.write_page(3, &p).expect("write");
-            assert_eq!(pf.read_page(3).expect("read"), p);
-            let mut raw = vec![0u8; 4096];
-            let n = pf.file.read_at(3 * 4096, &mut raw).expect("raw");
-            raw.truncate(n);
-            assert!(decode_page(4, &raw, p.len()).is_err(), "misplaced page");
-            for at in [0usize, 5, 13, 40] {
-                let mut bad = raw.clone();
-                bad[at] ^= 0x10;
-                assert!(decode_page(3, &bad, p.len()).is_err(), "flip at {at}");
-            }
-        }
     }
 }

@@ -10,8 +10,10 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
-use super::page::{self, PageCounters, PageFile, Value};
-use super::{read_run, BtreeTable, Checkpoint, FIRST_DATA_PAGE, HEADER_BYTES};
+use super::format::{Checkpoint, FIRST_DATA_PAGE, HEADER_BYTES};
+use super::page::{self, Value};
+use super::pager::{read_run, PageCounters, PageFile};
+use super::BtreeTable;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::mvcc::key::{self, ParsedKey};

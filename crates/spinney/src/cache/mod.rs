@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::btree::page::Frame;
+use crate::btree::pager::Frame;
 
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -317,7 +317,7 @@ impl Shard {
                 // Held elsewhere: in use, so pinned. Otherwise it leaves
                 // once it is clean (written now if dirty).
                 Some(Entry::Page(f)) => {
-                    Arc::strong_count(f) == 1 && crate::btree::page::write_back(f)
+                    Arc::strong_count(f) == 1 && crate::btree::pager::write_back(f)
                 }
             };
             if !evictable {

@@ -8,7 +8,7 @@
 //! `[seqno, newer)`; readers that start later read at the visible seqno or
 //! above. LSM compaction drops the versions no one needs as it merges
 //! (`lsm::table::write_merged`); a B-tree drops them from a leaf when it
-//! copies, splits or packs it (`btree::versions_kept`).
+//! copies, splits or packs it (`btree::reshape::versions_kept`).
 //!
 //! What protects readers that are not registered snapshots differs by kind,
 //! and the rule relies on it: an LSM reader holds its super version, whose
@@ -24,7 +24,7 @@
 //! its bottom only at or below `oldest()`, where every older version goes
 //! as well (`tombstone_droppable`); a B-tree leaf sees the whole run of a
 //! key's versions and drops a tombstone left as the oldest kept, once
-//! visible (`btree::versions_kept`).
+//! visible (`btree::reshape::versions_kept`).
 
 /// Who may still read old versions: the visible seqno and the live
 /// snapshots (sorted, ascending), taken together at one moment.

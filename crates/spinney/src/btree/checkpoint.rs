@@ -1,0 +1,378 @@
+//! Checkpoints of a B-tree table, and opening a table at its newest one.
+//!
+//! A checkpoint (`checkpoint`): freeze (under the commit lock, so no batch
+//! is half applied: record the root, the seqno, the fresh pages and the
+//! free space, and start a new epoch), write the frozen dirty pages, write
+//! the free map, sync, sync the log up to the seqno, write the header slot
+//! (alternating, checksummed), sync. Pages the frozen image no longer uses
+//! are reused once that header is durable. Opening (`open`) reads the
+//! newest valid header slot and the free map; the log is replayed from the
+//! header's seqno by the caller.
+//!
+//! Invariants: a page of the durable image is never written over; the
+//! header slot of generation `g` (slot `g % 2`) is written only after
+//! everything its image holds is synced, and the log is synced up to its
+//! seqno first. A checkpoint that fails after its freeze marks the table
+//! failed (the in-memory state is then ahead of the file).
+//!
+//! Thread-safety: one checkpoint at a time per table (the `ckpt` mutex,
+//! held throughout); the freeze also holds the writer's `tree` mutex and,
+//! through the caller, the commit lock. Writers and readers go on during
+//! the rest.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::format::{self, Checkpoint, FIRST_DATA_PAGE, FREE_EXTENT_BYTES, HEADER_BYTES};
+use super::free_space::{add_extent, TreeState};
+use super::page;
+use super::pager::{read_run, write_run, PageCounters, PageFile};
+use super::{file_name, BtreeTable, Root};
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::options::TableOptions;
+
+/// Checkpoint figures.
+#[derive(Debug, Default)]
+pub(crate) struct CheckpointCounters {
+    pub checkpoints: AtomicU64,
+    pub micros: AtomicU64,
+    pub pages: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+impl BtreeTable {
+    /// Creates the file of a new table: an empty tree whose image holds the
+    /// log up to `seqno`. Synced; the caller syncs the directory.
+    pub(crate) fn create_file(
+        fs: &dyn Fs,
+        dir: &Path,
+        id: u32,
+        options: &TableOptions,
+        seqno: u64,
+    ) -> Result<()> {
+        let path = dir.join(file_name(id));
+        let file = fs.open_paged(&path, true)?;
+        let c = Checkpoint {
+            generation: 1,
+            page_count: FIRST_DATA_PAGE,
+            seqno,
+            ..Checkpoint::default()
+        };
+        // Generation 1 in slot 1 (the slot is the generation's parity), so
+        // that the first checkpoint writes slot 0 and a torn write of it
+        // falls back to this one.
+        let mut slot = c.encode(options.page_size, id);
+        slot.resize(options.page_size, 0);
+        file.write_at(0, &vec![0; options.page_size])?;
+        file.write_at(options.page_size as u64, &slot)?;
+        file.sync()
+    }
+
+    /// Opens a table's file at its newest valid checkpoint.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open(
+        fs: &dyn Fs,
+        dir: &Path,
+        id: u32,
+        name: String,
+        options: TableOptions,
+        cache: Arc<Cache>,
+        owner: u64,
+        min_generation: u64,
+        log_start: u64,
+    ) -> Result<BtreeTable> {
+        let path = dir.join(file_name(id));
+        if !fs.exists(&path)? {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("the file of B-tree table {name:?} is missing"),
+            ));
+        }
+        let file = fs.open_paged(&path, false)?;
+        let page_size = options.page_size;
+        let mut best: Option<Checkpoint> = None;
+        let mut why = Vec::new();
+        for slot in 0..2u64 {
+            let mut b = vec![0u8; HEADER_BYTES];
+            let n = file.read_at(slot * page_size as u64, &mut b)?;
+            match Checkpoint::decode(b.get(..n).unwrap_or(&[]), page_size, id) {
+                Ok(c) if best.is_none_or(|b| c.generation > b.generation) => best = Some(c),
+                Ok(_) => {}
+                Err(e) => why.push(format!("slot {slot}: {e}")),
+            }
+        }
+        let Some(c) = best else {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("no valid checkpoint header ({})", why.join("; ")),
+            ));
+        };
+        // The manifest records each durable checkpoint after its header:
+        // a valid header older than that is a fallback past a damaged newer
+        // one (a torn header write is never recorded). It is used only if
+        // the log still holds every commit after it (`log_start`: the first
+        // seqno in the log); the log behind a durable checkpoint may be
+        // deleted.
+        if c.generation < min_generation && c.seqno.saturating_add(1) < log_start {
+            let damaged = min_generation % 2;
+            return Err(Error::corruption(
+                &path,
+                damaged * page_size as u64,
+                format!(
+                    "the header of checkpoint generation {min_generation} (slot {damaged}),                      durable by the manifest, is damaged ({}); the older checkpoint                      (generation {}) cannot be used, since the log after it may be gone",
+                    why.join("; "),
+                    c.generation
+                ),
+            ));
+        }
+        let pf = Arc::new(PageFile {
+            file,
+            page_size,
+            compression: options.compression,
+            owner,
+            counters: PageCounters::default(),
+            failed: Mutex::new(None),
+            loading: Mutex::default(),
+        });
+        let mut state = TreeState {
+            page_count: c.page_count,
+            free_map: (c.free_map_first, u64::from(c.free_map_pages)),
+            ..TreeState::default()
+        };
+        if c.free_map_pages > 0 {
+            let blob = read_run(
+                &pf,
+                c.free_map_first,
+                c.free_map_pages,
+                c.free_map_len,
+                page::KIND_FREE_MAP,
+            )?;
+            let extents = format::decode_free_map(&blob, c.page_count)
+                .map_err(|d| pf.corrupt(c.free_map_first, format!("free map: {d}")))?;
+            for (first, pages) in extents {
+                add_extent(&mut state.free, first, pages);
+            }
+        }
+        Ok(BtreeTable {
+            id,
+            name,
+            options,
+            dropped: AtomicBool::new(false),
+            path,
+            file: pf,
+            cache,
+            root: RwLock::new(Root {
+                pgno: c.root,
+                height: c.height,
+            }),
+            tree: Mutex::new(state),
+            persisted_seqno: AtomicU64::new(c.seqno),
+            durable_generation: AtomicU64::new(c.generation),
+            ckpt: Mutex::new(c),
+            wal_bytes_at_checkpoint: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
+            descents: RwLock::new(()),
+            checkpointing: AtomicBool::new(false),
+            counters: CheckpointCounters::default(),
+        })
+    }
+
+    /// Writes a checkpoint (see the module comment). `freeze` runs with
+    /// writers held back by the caller's lock guard `hold_writers` and
+    /// returns the last seqno and the log bytes; `sync_log` makes the log
+    /// durable up to a seqno; `record` records a durable generation in the
+    /// manifest (after the header is durable, before the log behind it may
+    /// be deleted). Returns the pages written (0 when nothing
+    /// changed since the last checkpoint: then only the in-memory persisted
+    /// seqno moves, since the log past it holds nothing of this table).
+    pub(crate) fn checkpoint<G>(
+        &self,
+        hold_writers: impl FnOnce() -> (G, u64, u64),
+        sync_log: impl FnOnce(u64) -> Result<()>,
+        record: impl FnOnce(u64) -> Result<()>,
+    ) -> Result<u64> {
+        let mut durable = self.ckpt.lock();
+        self.check_failed()?;
+        let start = Instant::now();
+        let (frozen, c, blob) = {
+            let (guard, seqno, wal_bytes) = hold_writers();
+            let mut st = self.tree.lock();
+            // Again under the commit lock: a commit that failed while this
+            // checkpoint waited for it may have left part of a batch.
+            self.check_failed()?;
+            if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() {
+                self.reclaim(&mut st);
+                self.persisted_seqno.fetch_max(seqno, Ordering::AcqRel);
+                self.wal_bytes_at_checkpoint
+                    .store(wal_bytes, Ordering::Release);
+                return Ok(0);
+            }
+            self.changes.store(0, Ordering::Release);
+            let root = *self.root.read();
+            let frozen = std::mem::take(&mut st.fresh);
+            // Left by a recovery's replay, which publishes nothing: those
+            // leaves were pruned against everything visible already.
+            st.untidy.clear();
+            st.untidy_keys.clear();
+            let old_map = st.free_map;
+            if old_map.1 > 0 {
+                st.retired.push(old_map);
+            }
+            st.limbo = std::mem::take(&mut st.retired);
+            // The free map lists the free pages of the image: free now, or
+            // used only by older images. Its own pages come out of the free
+            // list first, so the loop settles once the run is large enough.
+            let chunk = (self.file.image_len() - page::HEADER) as u64;
+            let mut pages = 1u64;
+            let (first, blob) = loop {
+                let need = ((st.image_free().len() as u64 * FREE_EXTENT_BYTES as u64)
+                    .div_ceil(chunk))
+                .max(1);
+                if need > pages {
+                    pages = need;
+                    continue;
+                }
+                let first = st.alloc(pages);
+                for p in first..first + pages {
+                    st.fresh.remove(&p);
+                }
+                let blob = format::encode_free_map(&st.image_free());
+                if (blob.len() as u64).div_ceil(chunk).max(1) <= pages {
+                    break (first, blob);
+                }
+                // Cannot happen (allocating only shrinks the list); retry larger.
+                add_extent(&mut st.free, first, pages);
+                pages += 1;
+            };
+            st.free_map = (first, pages);
+            let c = Checkpoint {
+                generation: durable.generation + 1,
+                root: root.pgno,
+                height: root.height,
+                page_count: st.page_count,
+                free_map_first: first,
+                free_map_pages: pages as u32,
+                free_map_len: blob.len() as u32,
+                seqno,
+            };
+            self.wal_bytes_at_checkpoint
+                .store(wal_bytes, Ordering::Release);
+            drop(st);
+            drop(guard);
+            (frozen, c, blob)
+        };
+        // A checkpoint that fails after the freeze leaves the in-memory
+        // state ahead of the file: the fresh set and the changes were taken
+        // into the failed image, its retired pages moved to limbo, and its
+        // free map allocated. A later checkpoint would write an image that
+        // misses the failed one's unwritten pages and leaks its limbo, or
+        // (finding no change) report the unwritten image durable. So the
+        // table is marked failed: later checkpoints and writes of it are
+        // refused, and reopening recovers from the durable image and the log.
+        let written = self
+            .write_image(frozen, &c, &blob, sync_log)
+            .and_then(|written| {
+                // Durable: a manifest rolled from now on records it; the
+                // edit records it in the live manifest.
+                self.durable_generation
+                    .store(c.generation, Ordering::Release);
+                record(c.generation)?;
+                Ok(written)
+            })
+            .inspect_err(|e| self.file.fail(&format!("a checkpoint failed: {e}")))?;
+        // Durable: what only older images used is free now, once no
+        // descent is reading it.
+        {
+            let mut st = self.tree.lock();
+            let limbo = std::mem::take(&mut st.limbo);
+            st.unreachable.extend(limbo);
+            self.reclaim(&mut st);
+        }
+        *durable = c;
+        self.persisted_seqno.fetch_max(c.seqno, Ordering::AcqRel);
+        let pages = written + u64::from(c.free_map_pages);
+        let bytes = pages * self.file.page_size as u64 + HEADER_BYTES as u64;
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.counters.pages.fetch_add(pages, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters
+            .micros
+            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(written.max(1))
+    }
+
+    /// The file operations of a checkpoint: the frozen dirty pages, the
+    /// free map, a sync, the log's sync up to the image's seqno, the header
+    /// slot, a sync. Returns the pages written.
+    fn write_image(
+        &self,
+        frozen: HashSet<u64>,
+        c: &Checkpoint,
+        blob: &[u8],
+        sync_log: impl FnOnce(u64) -> Result<()>,
+    ) -> Result<u64> {
+        let mut written = 0u64;
+        for pgno in frozen {
+            let Some(frame) = self.cache.get_page(&(self.file.owner, pgno)) else {
+                // Not cached: evicted, so written; or an overflow page,
+                // written when its value was added.
+                continue;
+            };
+            let g = frame.read();
+            if g.dirty.load(Ordering::Acquire) {
+                self.file.write_page(pgno, &g.image)?;
+                g.dirty.store(false, Ordering::Release);
+                written += 1;
+            }
+        }
+        write_run(
+            &self.file,
+            c.free_map_first,
+            blob,
+            page::KIND_FREE_MAP,
+            u64::from(c.free_map_pages),
+        )?;
+        self.file.file.sync()?;
+        sync_log(c.seqno)?;
+        let slot = c.generation % 2;
+        self.file.file.write_at(
+            slot * self.file.page_size as u64,
+            &c.encode(self.file.page_size, self.id),
+        )?;
+        self.file.file.sync()?;
+        Ok(written)
+    }
+
+    /// Holds back checkpoints (for dropping the table).
+    pub(crate) fn lock_checkpoints(&self) -> parking_lot::MutexGuard<'_, Checkpoint> {
+        self.ckpt.lock()
+    }
+
+    /// When the table has not changed since its last checkpoint and none
+    /// is running, its image holds everything up to `visible` (read by the
+    /// caller before this call), so the log before that is not needed for
+    /// it: moves the persisted seqno there, in memory only (after a crash,
+    /// replay finds nothing of this table past the durable seqno).
+    pub(crate) fn mark_clean_upto(&self, visible: u64) {
+        if let Some(_durable) = self.ckpt.try_lock() {
+            // A change is counted before its seqno becomes visible.
+            if self.changes.load(Ordering::Acquire) == 0 {
+                self.persisted_seqno.fetch_max(visible, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Whether the table has changed since its last checkpoint.
+    pub(crate) fn has_changes(&self) -> bool {
+        self.changes.load(Ordering::Acquire) > 0
+    }
+}

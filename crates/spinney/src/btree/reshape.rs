@@ -1,0 +1,739 @@
+//! Reshaping a B-tree: splitting a full leaf (and its ancestors), merging
+//! a small leaf with a sibling, packing the leaves a commit group split
+//! (`tidy`), and pruning the versions no reader can see (`prune`,
+//! `versions_kept`).
+//!
+//! Invariants: a split, merge or packing takes the `root` lock for
+//! writing and then the write latches of the whole path, top-down, and
+//! holds them while it moves cells, so a reader sees the pages before or
+//! after, never between. A key's versions stay in one leaf unless they fill
+//! more than a page. A version stays while some reader may see it
+//! (`mvcc::Horizon`); the overflow runs of dropped versions are freed.
+//!
+//! Thread-safety: the writer's (it holds `tree`); readers go on beside it,
+//! under the latches.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::free_space::TreeState;
+use super::page;
+use super::pager::{Frame, WriteGuard};
+use super::{BtreeTable, Root};
+use crate::error::Result;
+use crate::mvcc::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::Horizon;
+use crate::read_context::ReadContext;
+
+impl BtreeTable {
+    /// Drops the versions of a leaf that no reader can see (`Horizon`), and
+    /// frees their overflow runs.
+    pub(super) fn prune(&self, st: &mut TreeState, p: &mut [u8], horizon: &Horizon) {
+        self.prune_after(st, p, horizon, None);
+    }
+
+    /// `prune`, for a leaf whose first versions go on from the previous
+    /// leaf, where `newer` is the (user key, seqno) of the last version
+    /// there: the first group's newest version is then weighed against it
+    /// instead of being kept as the newest.
+    fn prune_after(
+        &self,
+        st: &mut TreeState,
+        p: &mut [u8],
+        horizon: &Horizon,
+        newer_before: Option<(&[u8], u64)>,
+    ) {
+        let n = page::count(p);
+        let ikeys: Vec<&[u8]> = (0..n).map(|i| page::ikey(p, i)).collect();
+        let keep = versions_kept(&ikeys, horizon, newer_before);
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        let mut cells = Vec::with_capacity(n);
+        for (v, &k) in keep.iter().enumerate() {
+            if k {
+                cells.push(page::cell_bytes(p, v).to_vec());
+            } else {
+                let dropped = page::value(p, v);
+                self.release_value(st, dropped);
+            }
+        }
+        page::rebuild(p, &cells);
+    }
+
+    /// A key whose versions fill more than a leaf goes on in the next
+    /// leaves, which writes to the key never reach: after a write to it,
+    /// prune those leaves too, one after the other, each weighed against
+    /// the last version before it. `seqno` is the last version in the
+    /// leaf just written.
+    pub(super) fn prune_continuation(
+        &self,
+        st: &mut TreeState,
+        user_key: &[u8],
+        mut seqno: u64,
+        horizon: &Horizon,
+    ) -> Result<()> {
+        // Bounded: each step moves to an older version; a key has at most
+        // as many leaves of versions as there are live snapshots to pin them.
+        for _ in 0..1024 {
+            if seqno == 0 {
+                break;
+            }
+            let target = internal_key(user_key, seqno - 1, KIND_SEEK);
+            let path = self.write_path(st, &target, horizon)?;
+            let Some((leaf, _)) = path.last() else {
+                break;
+            };
+            let mut g = leaf.write();
+            let first = (page::count(&g.image) > 0)
+                .then(|| ParsedKey::parse(page::ikey(&g.image, 0)))
+                .flatten();
+            if !first.is_some_and(|k| k.user_key == user_key && k.seqno < seqno) {
+                break;
+            }
+            // Where this leaf's versions end, before pruning may empty it.
+            let last = last_version(&g.image);
+            self.prune_after(st, &mut g.image, horizon, Some((user_key, seqno)));
+            g.dirty.store(true, Ordering::Release);
+            let small = page::used(&g.image) < g.image.len() / 4;
+            drop(g);
+            if small && path.len() > 1 {
+                self.merge(st, &path, horizon)?;
+            }
+            match last {
+                Some((k, s)) if k.as_slice() == user_key && s < seqno => seqno = s,
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits the full leaf at the end of `path` around the new `cell`, and
+    /// its ancestors as needed, with the whole path write-latched.
+    pub(super) fn split(
+        &self,
+        st: &mut TreeState,
+        path: &[(Arc<Frame>, usize)],
+        ik: &[u8],
+        cell: Vec<u8>,
+    ) -> Result<()> {
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path.iter().map(|(f, _)| f.write_arc()).collect();
+        let mut carry: Option<(Vec<u8>, u64)> = None;
+        for level in (0..guards.len()).rev() {
+            let Some(g) = guards.get_mut(level) else {
+                break;
+            };
+            g.dirty.store(true, Ordering::Release);
+            let this_pgno = g.pgno;
+            let p = &mut g.image;
+            let is_leaf = page::kind(p) == page::KIND_LEAF;
+            let mut unused = 0;
+            let (pos, new_cell) = if is_leaf {
+                (page::lower_bound(p, ik, &mut unused), cell.clone())
+            } else {
+                let Some((sep, right)) = carry.take() else {
+                    break;
+                };
+                let child_pos = path.get(level + 1).map_or(0, |(_, pos)| *pos);
+                (child_pos, page::branch_cell(&sep, right))
+            };
+            if !is_leaf && page::insert(p, pos, &new_cell) {
+                return Ok(());
+            }
+            let mut cells: Vec<Vec<u8>> = (0..page::count(p))
+                .map(|i| page::cell_bytes(p, i).to_vec())
+                .collect();
+            cells.insert(pos, new_cell);
+            let right_pgno = st.alloc(1);
+            let mut right = vec![0u8; p.len()];
+            let sep = if is_leaf {
+                let m = leaf_split_point(&cells, pos + 1 == cells.len(), p.len() - page::HEADER);
+                let (left, right_cells) = cells.split_at(m);
+                // A split full of versions that publishing the group makes
+                // invisible: `tidy` packs the halves again once it is
+                // published.
+                let repeated = cells.windows(2).any(|w| {
+                    key::user_key(cell_key(&w[0], true)) == key::user_key(cell_key(&w[1], true))
+                });
+                if repeated {
+                    st.untidy.insert(this_pgno);
+                    st.untidy.insert(right_pgno);
+                    st.untidy_keys.push(ik.to_vec());
+                }
+                page::init(&mut right, page::KIND_LEAF, 0);
+                page::rebuild(&mut right, right_cells);
+                page::rebuild(p, left);
+                let last = left.last().map(|c| cell_key(c, true)).unwrap_or_default();
+                let first = right_cells
+                    .first()
+                    .map(|c| cell_key(c, true))
+                    .unwrap_or_default();
+                separator(last, first)
+            } else {
+                // The middle cell moves up; its child leads the right page.
+                // Appending (the new cell is the last): leave the left page
+                // full and start the right one, as for leaves (the left
+                // keeps cells of the page, so it fits). Otherwise the middle
+                // by bytes, not by count: separators differ in length (up to
+                // a quarter page), and halving the count put more than a
+                // page of long separators on one side, where `page::rebuild`
+                // dropped the cells that did not fit, and with them whole
+                // subtrees.
+                let m = if pos + 1 == cells.len() && cells.len() >= 3 {
+                    cells.len() - 2
+                } else {
+                    let total: usize = cells.iter().map(Vec::len).sum();
+                    let mut acc = 0;
+                    let mut m = cells.len() / 2;
+                    for (i, c) in cells.iter().enumerate() {
+                        acc += c.len();
+                        if acc >= total / 2 {
+                            m = i.min(cells.len().saturating_sub(2)).max(1);
+                            break;
+                        }
+                    }
+                    m
+                };
+                let mid = cells.get(m).cloned().unwrap_or_default();
+                page::init(&mut right, page::KIND_BRANCH, page::u64_at(&mid, 2));
+                page::rebuild(&mut right, cells.get(m + 1..).unwrap_or(&[]));
+                page::rebuild(p, cells.get(..m).unwrap_or(&[]));
+                cell_key(&mid, false).to_vec()
+            };
+            self.install_page(right_pgno, right);
+            carry = Some((sep, right_pgno));
+        }
+        if let Some((sep, right)) = carry {
+            // The root split: a new root over the two halves.
+            let pgno = st.alloc(1);
+            let mut image = vec![0u8; self.file.image_len()];
+            page::init(&mut image, page::KIND_BRANCH, root.pgno);
+            page::insert(&mut image, 0, &page::branch_cell(&sep, right));
+            self.install_page(pgno, image);
+            *root = Root {
+                pgno,
+                height: root.height + 1,
+            };
+        }
+        Ok(())
+    }
+
+    /// Merges the small leaf at the end of `path` with a sibling when both
+    /// fit in three quarters of a page; removes a root left with one child.
+    pub(super) fn merge(
+        &self,
+        st: &mut TreeState,
+        path: &[(Arc<Frame>, usize)],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        let (Some((parent, _)), Some((_, pos))) = (path.get(path.len() - 2), path.last()) else {
+            return Ok(());
+        };
+        let pos = *pos;
+        let n = page::count(&parent.read().image);
+        if n == 0 {
+            return Ok(());
+        }
+        // Merge the pair (left, right) = (pos-1, pos) or (pos, pos+1).
+        let left_pos = if pos > 0 { pos - 1 } else { 0 };
+        let mut ctx = ReadContext::default();
+        let (left_pgno, right_pgno) = {
+            let g = parent.read();
+            (
+                page::child_at(&g.image, left_pos),
+                page::child_at(&g.image, left_pos + 1),
+            )
+        };
+        let mut left = self.fetch(left_pgno, &mut ctx)?;
+        if !st.fresh.contains(&left_pgno) {
+            left = self.copy_page(st, &left, Some(parent), left_pos, horizon)?;
+        }
+        let right = self.fetch(right_pgno, &mut ctx)?;
+        let limit = self.file.image_len() * 3 / 4;
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path
+            .iter()
+            .take(path.len() - 1)
+            .map(|(f, _)| f.write_arc())
+            .collect();
+        let mut lg = left.write_arc();
+        let rg = right.write_arc();
+        if page::kind(&lg.image) != page::KIND_LEAF
+            || page::kind(&rg.image) != page::KIND_LEAF
+            || page::used(&lg.image) + page::used(&rg.image) > limit
+        {
+            return Ok(());
+        }
+        let mut cells: Vec<Vec<u8>> = (0..page::count(&lg.image))
+            .map(|i| page::cell_bytes(&lg.image, i).to_vec())
+            .collect();
+        cells.extend((0..page::count(&rg.image)).map(|i| page::cell_bytes(&rg.image, i).to_vec()));
+        page::rebuild(&mut lg.image, &cells);
+        lg.dirty.store(true, Ordering::Release);
+        let Some(pg) = guards.last_mut() else {
+            return Ok(());
+        };
+        // Drop the separator of the right page (cell left_pos).
+        page::remove(&mut pg.image, left_pos);
+        pg.dirty.store(true, Ordering::Release);
+        drop(rg);
+        self.forget_page(st, right_pgno);
+        self.collapse_root(st, &mut root, guards);
+        Ok(())
+    }
+
+    /// After a merge or a packing under the parent at the end of `guards`
+    /// (the write-latched path above the leaves): a root branch left with
+    /// a single child is replaced by that child, and the tree loses a level.
+    fn collapse_root(&self, st: &mut TreeState, root: &mut Root, guards: Vec<WriteGuard>) {
+        let collapse = match guards.first() {
+            Some(rootg)
+                if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>
+            {
+                Some((rootg.pgno, page::link(&rootg.image)))
+            }
+            _ => None,
+        };
+        drop(guards);
+        if let Some((old, child)) = collapse {
+            *root = Root {
+                pgno: child,
+                height: root.height - 1,
+            };
+            self.forget_page(st, old);
+        }
+    }
+
+    /// Packs, once a commit group is published (`horizon` sees it), the
+    /// leaves it split while they held versions its publication hides.
+    /// Rewriting a whole leaf in one group needs room for two versions of
+    /// each key, so the leaf splits; once the group is visible the older
+    /// versions are not, and the pieces are pruned and packed back into as
+    /// few pages as hold them. Without this, a workload that rewrites keys
+    /// in order in large batches leaves the tree half empty for good.
+    pub(crate) fn tidy(&self, st: &mut TreeState, horizon: &Horizon) -> Result<()> {
+        if st.untidy_keys.is_empty() {
+            return Ok(());
+        }
+        self.check_failed()?;
+        let mut keys = std::mem::take(&mut st.untidy_keys);
+        keys.sort_unstable();
+        keys.dedup();
+        let packed = keys.iter().try_for_each(|ik| self.repack(st, ik, horizon));
+        st.untidy.clear();
+        packed.inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))
+    }
+
+    /// Prunes and packs the run of untidy leaves around the leaf of `ik`,
+    /// under one parent (see `tidy`).
+    fn repack(&self, st: &mut TreeState, ik: &[u8], horizon: &Horizon) -> Result<()> {
+        let path = self.write_path(st, ik, horizon)?;
+        let Some((leaf, pos)) = path.last() else {
+            return Ok(());
+        };
+        let pos = *pos;
+        if !st.untidy.contains(&leaf.read().pgno) {
+            return Ok(());
+        }
+        let Some((parent, _)) = path.len().checked_sub(2).and_then(|i| path.get(i)) else {
+            // The root is a leaf: prune it where it is.
+            let mut g = leaf.write();
+            self.prune(st, &mut g.image, horizon);
+            g.dirty.store(true, Ordering::Release);
+            st.untidy.remove(&g.pgno);
+            return Ok(());
+        };
+        let (lo, children, before) = {
+            let g = parent.read();
+            let n = page::count(&g.image);
+            let untidy = |i: usize| {
+                let c = page::child_at(&g.image, i);
+                st.untidy.contains(&c) && st.fresh.contains(&c)
+            };
+            let mut lo = pos;
+            while lo > 0 && untidy(lo - 1) {
+                lo -= 1;
+            }
+            // A leaf this epoch wrote just before the run is taken in: it is
+            // often the partly empty last page of the run packed before.
+            if lo > 0 && st.fresh.contains(&page::child_at(&g.image, lo - 1)) {
+                lo -= 1;
+            }
+            let mut hi = pos;
+            while hi < n && untidy(hi + 1) {
+                hi += 1;
+            }
+            let children: Vec<u64> = (lo..=hi).map(|i| page::child_at(&g.image, i)).collect();
+            let before = lo.checked_sub(1).map(|i| page::child_at(&g.image, i));
+            (lo, children, before)
+        };
+        for c in &children {
+            st.untidy.remove(c);
+        }
+        let mut ctx = ReadContext::default();
+        let frames = children
+            .iter()
+            .map(|&c| self.fetch(c, &mut ctx))
+            .collect::<Result<Vec<_>>>()?;
+        // The last version in the leaf before the run: a key's versions may
+        // begin there. (Before a run that starts a parent's children it is
+        // not looked up; pruning then keeps a little more than it could.)
+        let newer_before = match before {
+            Some(c) => last_version(&self.fetch(c, &mut ctx)?.read().image),
+            None => None,
+        };
+
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path
+            .iter()
+            .take(path.len() - 1)
+            .map(|(f, _)| f.write_arc())
+            .collect();
+        let mut leaves: Vec<WriteGuard> = frames.iter().map(|f| f.write_arc()).collect();
+        if leaves
+            .iter()
+            .any(|g| page::kind(&g.image) != page::KIND_LEAF)
+        {
+            return Ok(());
+        }
+        let cells: Vec<Vec<u8>> = leaves
+            .iter()
+            .flat_map(|g| {
+                (0..page::count(&g.image)).map(|i| page::cell_bytes(&g.image, i).to_vec())
+            })
+            .collect();
+        let keep = {
+            let ikeys: Vec<&[u8]> = cells.iter().map(|c| cell_key(c, true)).collect();
+            let newer_before = newer_before.as_ref().map(|(k, s)| (k.as_slice(), *s));
+            versions_kept(&ikeys, horizon, newer_before)
+        };
+        let (mut kept, mut dropped) = (Vec::with_capacity(cells.len()), Vec::new());
+        let mut kept_per_leaf = vec![0usize; leaves.len()];
+        let leaf_of = leaves
+            .iter()
+            .enumerate()
+            .flat_map(|(l, g)| std::iter::repeat_n(l, page::count(&g.image)));
+        for ((c, k), l) in cells.into_iter().zip(keep).zip(leaf_of) {
+            if k {
+                kept.push(c);
+                if let Some(n) = kept_per_leaf.get_mut(l) {
+                    *n += 1;
+                }
+            } else {
+                dropped.push(c);
+            }
+        }
+        let room = self.file.image_len() - page::HEADER;
+        let cuts = match pack(&kept, room, leaves.len()) {
+            Some(cuts) => cuts,
+            // Pruned where they are, unless that empties one.
+            None if kept_per_leaf.iter().all(|&n| n > 0) => {
+                let mut cuts = vec![0];
+                for n in &kept_per_leaf {
+                    cuts.push(cuts.last().copied().unwrap_or(0) + n);
+                }
+                cuts
+            }
+            None => return Ok(()),
+        };
+        // The parent: the run's separators replaced by the new pages'.
+        let Some(pg) = guards.last_mut() else {
+            return Ok(());
+        };
+        let mut parent_cells: Vec<Vec<u8>> = (0..page::count(&pg.image))
+            .map(|i| page::cell_bytes(&pg.image, i).to_vec())
+            .collect();
+        let new_separators = cuts.windows(3).zip(&children[1..]).map(|(w, &child)| {
+            let last = kept
+                .get(w[1] - 1)
+                .map(|c| cell_key(c, true))
+                .unwrap_or_default();
+            let first = kept
+                .get(w[1])
+                .map(|c| cell_key(c, true))
+                .unwrap_or_default();
+            page::branch_cell(&separator(last, first), child)
+        });
+        let run_separators = lo..lo + children.len() - 1;
+        parent_cells.splice(run_separators, new_separators);
+        if parent_cells.iter().map(|c| c.len() + 2).sum::<usize>() > room {
+            return Ok(());
+        }
+        page::rebuild(&mut pg.image, &parent_cells);
+        pg.dirty.store(true, Ordering::Release);
+        for (g, w) in leaves.iter_mut().zip(cuts.windows(2)) {
+            page::rebuild(&mut g.image, &kept[w[0]..w[1]]);
+            g.dirty.store(true, Ordering::Release);
+        }
+        let used = cuts.len() - 1;
+        drop(leaves);
+        for &c in &children[used..] {
+            self.forget_page(st, c);
+        }
+        for c in &dropped {
+            self.release_value(st, page::cell_value(c));
+        }
+        self.collapse_root(st, &mut root, guards);
+        Ok(())
+    }
+}
+
+/// Which versions of a leaf (or of a run of adjacent leaves), given by
+/// their internal keys in order, a reader can still see (`Horizon`). A
+/// version is kept while it is the newest at or below some live snapshot
+/// or the visible seqno, or is the newest of its key not yet visible.
+/// `newer_before` is the (user key, seqno) of the last version before the
+/// first one, when that key's versions begin in an earlier leaf: the first
+/// group's newest version is then weighed against it instead of being kept
+/// as the newest.
+fn versions_kept(
+    ikeys: &[&[u8]],
+    horizon: &Horizon,
+    newer_before: Option<(&[u8], u64)>,
+) -> Vec<bool> {
+    let n = ikeys.len();
+    let mut keep = vec![true; n];
+    let mut i = 0;
+    while i < n {
+        let uk = key::user_key(ikeys[i]);
+        let mut j = i;
+        while j < n && key::user_key(ikeys[j]) == uk {
+            j += 1;
+        }
+        // Versions i..j, newest first.
+        let mut newer = match newer_before {
+            Some((k, seqno)) if i == 0 && k == uk => seqno,
+            _ => u64::MAX,
+        };
+        for v in i..j {
+            let seqno = ParsedKey::parse(ikeys[v]).map_or(u64::MAX, |k| k.seqno);
+            keep[v] = horizon.needed(seqno, newer);
+            newer = seqno;
+        }
+        // A tombstone that is the oldest version kept hides nothing,
+        // unless older versions of its key may go on in the next leaf (a
+        // key whose versions fill more than a page is split between
+        // leaves): a group that reaches the end keeps it.
+        if j < n {
+            for v in (i..j).rev() {
+                if !keep[v] {
+                    continue;
+                }
+                match ParsedKey::parse(ikeys[v]) {
+                    Some(k) if k.kind == Kind::Delete && k.seqno <= horizon.visible => {
+                        keep[v] = false;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        i = j;
+    }
+    keep
+}
+
+/// The user key and seqno of a leaf's last cell.
+pub(super) fn last_version(p: &[u8]) -> Option<(Vec<u8>, u64)> {
+    let n = page::count(p);
+    let k = ParsedKey::parse(page::ikey(p, n.checked_sub(1)?))?;
+    Some((k.user_key.to_vec(), k.seqno))
+}
+
+/// The key of a raw cell.
+fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
+    let klen = page::u16_at(c, 0);
+    let start = if leaf { 3 } else { 10 };
+    c.get(start..start + klen).unwrap_or(&[])
+}
+
+/// Where to split a leaf's cells: near half of the bytes, at a change of
+/// user key if there is one, so that a key's versions stay in one leaf.
+/// When the new cell is the last one (`append`: keys arriving in order),
+/// near the end instead, so that a sequential load leaves full pages
+/// behind rather than half-full ones.
+/// `room` is what a page holds for cells and their slots.
+fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
+    let total: usize = cells.iter().map(Vec::len).sum();
+    let mut acc = 0;
+    let mut mid = 1;
+    let goal = if append {
+        total - total / 16
+    } else {
+        total / 2
+    };
+    for (i, c) in cells.iter().enumerate() {
+        acc += c.len();
+        if acc >= goal {
+            mid = (i + 1).clamp(1, cells.len() - 1);
+            break;
+        }
+    }
+    // Bytes (cells and slots) before each position. A change of user key
+    // far from the middle would leave one half larger than a page, and
+    // `page::rebuild` would silently drop the cells that do not fit (a
+    // key's many versions, pinned by snapshots or written in one batch,
+    // lost versions that way): such a boundary is not taken.
+    let mut before = Vec::with_capacity(cells.len() + 1);
+    before.push(0usize);
+    for c in cells {
+        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
+    }
+    let all = before.last().copied().unwrap_or(0);
+    let fits = |i: usize| {
+        let left = before.get(i).copied().unwrap_or(all);
+        left <= room && all - left <= room
+    };
+    let boundary = |i: usize| {
+        i > 0
+            && i < cells.len()
+            && key::user_key(cell_key(&cells[i - 1], true))
+                != key::user_key(cell_key(&cells[i], true))
+            && fits(i)
+    };
+    for d in 0..cells.len() {
+        if boundary(mid + d) {
+            return mid + d;
+        }
+        if d <= mid && boundary(mid - d) {
+            return mid - d;
+        }
+    }
+    mid
+}
+
+/// Where to cut `cells` (a run of `pages` leaves' cells, pruned) into
+/// fewer pages: the cut positions, from 0 to `cells.len()`, or None when
+/// the run cannot be packed into fewer pages than it has. Pages are filled
+/// up, at a change of user key within the last few cells if there is one;
+/// the run's last page may be partly empty (the run packed after it, if
+/// one follows in the same group, takes it in). But a run that fits in one
+/// page only more than 15/16 full is cut in two halves instead, so that a
+/// page of live data one write from full is not split and packed again by
+/// every write to it.
+fn pack(cells: &[Vec<u8>], room: usize, pages: usize) -> Option<Vec<usize>> {
+    let mut before = Vec::with_capacity(cells.len() + 1);
+    before.push(0usize);
+    for c in cells {
+        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
+    }
+    let total = before.last().copied().unwrap_or(0);
+    let key_change = |i: usize| {
+        key::user_key(cell_key(&cells[i - 1], true)) != key::user_key(cell_key(&cells[i], true))
+    };
+    let mut cuts = vec![0usize];
+    if cells.len() >= 2 && total <= room && total > room / 16 * 15 {
+        let half = before
+            .partition_point(|&b| b < total / 2)
+            .clamp(1, cells.len() - 1);
+        cuts.push(half);
+    } else {
+        let mut start = 0;
+        while total - before[start] > room {
+            // The last cut that fits, or a change of user key just before it.
+            let mut i = start + 1;
+            while i < cells.len() && before[i + 1] - before[start] <= room {
+                i += 1;
+            }
+            let cut = (i.saturating_sub(4).max(start + 1)..=i)
+                .rev()
+                .find(|&j| key_change(j))
+                .unwrap_or(i);
+            cuts.push(cut);
+            start = cut;
+        }
+    }
+    cuts.push(cells.len());
+    (cuts.len() - 1 < pages).then_some(cuts)
+}
+
+/// The separator between two adjacent leaves: the shortest user-key prefix
+/// of `first` above `last`'s user key, as the smallest internal key of that
+/// prefix; or, within one user key, `first` itself.
+fn separator(last: &[u8], first: &[u8]) -> Vec<u8> {
+    let (a, b) = (key::user_key(last), key::user_key(first));
+    if a == b {
+        return first.to_vec();
+    }
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let prefix = b.get(..(common + 1).min(b.len())).unwrap_or(b);
+    internal_key(prefix, SEQNO_MAX, KIND_SEEK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btree::page::Value;
+
+    #[test]
+    fn separators_are_short_and_between() {
+        let a = internal_key(b"apple", 3, Kind::Put);
+        let b = internal_key(b"apricot", 9, Kind::Put);
+        let s = separator(&a, &b);
+        assert_eq!(key::user_key(&s), b"apr");
+        assert!(key::compare(&a, &s).is_lt() && key::compare(&s, &b).is_le());
+        let b2 = internal_key(b"apple", 1, Kind::Put);
+        assert_eq!(separator(&a, &b2), b2);
+    }
+
+    fn cells_of(keys: &[(&str, u64)], value: usize) -> Vec<Vec<u8>> {
+        keys.iter()
+            .map(|&(k, seqno)| {
+                let ik = internal_key(k.as_bytes(), seqno, Kind::Put);
+                page::leaf_cell(&ik, Value::Inline(&vec![b'v'; value]))
+            })
+            .collect()
+    }
+
+    fn page_bytes(cells: &[Vec<u8>]) -> usize {
+        cells.iter().map(|c| c.len() + 2).sum()
+    }
+
+    #[test]
+    fn a_run_packs_into_full_pages_cut_between_keys() {
+        // Goal: `pack` puts a run's cells into as few pages as hold them,
+        // each within the page, cutting between user keys when one is near.
+        let names: Vec<String> = (0..100).map(|i| format!("key{i:03}")).collect();
+        let mut keys: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 5)).collect();
+        // Two versions of key050: a cut should not fall between them.
+        keys.insert(51, ("key050", 4));
+        let cells = cells_of(&keys, 100);
+        let room = 4096 - crate::btree::format::DISK_HEADER - page::HEADER;
+        let cuts = pack(&cells, room, 6).expect("fewer pages");
+        assert_eq!(cuts.first(), Some(&0));
+        assert_eq!(cuts.last(), Some(&cells.len()));
+        assert_eq!(cuts.len() - 1, page_bytes(&cells).div_ceil(room));
+        for w in cuts.windows(2) {
+            assert!(
+                w[0] < w[1] && page_bytes(&cells[w[0]..w[1]]) <= room,
+                "{cuts:?}"
+            );
+            assert!(
+                w[1] == cells.len() || w[1] != 51,
+                "cut inside a key: {cuts:?}"
+            );
+        }
+        // Already as few pages as it can be: left alone.
+        assert_eq!(pack(&cells, room, cuts.len() - 1), None);
+    }
+
+    #[test]
+    fn a_run_that_would_fill_one_page_is_cut_in_two() {
+        // Goal: a run that fits one page only more than 15/16 full becomes
+        // two half pages (or stays as it is, if it is two pages already),
+        // so that the next write to it does not split it again at once.
+        let room = 4096 - crate::btree::format::DISK_HEADER - page::HEADER;
+        let names: Vec<String> = (0..100).map(|i| format!("key{i:03}")).collect();
+        let keys: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 5)).collect();
+        let per = cells_of(&keys[..1], 100)[0].len() + 2;
+        let n = room / per;
+        let cells = cells_of(&keys[..n], 100);
+        assert!(page_bytes(&cells) > room / 16 * 15);
+        assert_eq!(pack(&cells, room, 2), None);
+        let cuts = pack(&cells, room, 3).expect("two pages");
+        assert_eq!(cuts.len(), 3);
+        assert!(cuts[1].abs_diff(n / 2) <= 1, "{cuts:?}");
+        let few = cells_of(&keys[..n / 2], 100);
+        assert_eq!(pack(&few, room, 2), Some(vec![0, few.len()]));
+    }
+}

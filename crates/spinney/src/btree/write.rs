@@ -1,0 +1,228 @@
+//! Writing a B-tree table: the writer (`writer()`, the `tree` mutex over
+//! `TreeState`), applying one entry (`apply`: a put or a delete is a new
+//! version in a leaf, its value inline or in an overflow run), and the
+//! copy-on-write path from the root to the leaf it changes.
+//!
+//! Invariants: every page on a write path is fresh (allocated since the
+//! last freeze): a page the last checkpoint wrote is copied first
+//! (`copy_page`, pruning a leaf on the way) and its parent, already fresh,
+//! pointed at the copy. A page changes only under its write latch, and is
+//! marked dirty before the latch is released. A failed entry marks the
+//! table failed (the tree no longer matches its page accounting).
+//!
+//! Thread-safety: one writer at a time, holding `tree` (the commit leader,
+//! recovery, or a checkpoint's freeze); readers go on beside it, under the
+//! latches.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::format::max_cell_len;
+use super::free_space::TreeState;
+use super::page::{self, Value};
+use super::pager::{write_run, Frame};
+use super::reshape::last_version;
+use super::{BtreeTable, Root};
+use crate::error::Result;
+use crate::mvcc::key::{internal_key, Kind};
+use crate::mvcc::Horizon;
+use crate::read_context::ReadContext;
+
+impl BtreeTable {
+    /// Starts a write: the writer's state, held until the caller is done.
+    pub(crate) fn writer(&self) -> parking_lot::MutexGuard<'_, TreeState> {
+        self.tree.lock()
+    }
+
+    /// Applies one entry. The caller holds `writer()`.
+    pub(crate) fn apply(
+        &self,
+        st: &mut TreeState,
+        seqno: u64,
+        kind: Kind,
+        user_key: &[u8],
+        value: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        self.check_failed()?;
+        // A failed entry may leave part of its batch in the pages, or pages
+        // allocated and never used (a failed overflow write): the tree no
+        // longer matches its page accounting. Mark the table failed, so
+        // that no checkpoint (one waiting for the commit lock included)
+        // writes that state as an image; the log replays it at reopen.
+        self.apply_entry(st, seqno, kind, user_key, value, horizon)
+            .inspect_err(|e| self.file.fail(&format!("applying a write failed: {e}")))
+    }
+
+    fn apply_entry(
+        &self,
+        st: &mut TreeState,
+        seqno: u64,
+        kind: Kind,
+        user_key: &[u8],
+        value: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        self.reclaim(st);
+        self.changes.fetch_add(1, Ordering::Relaxed);
+        let ik = internal_key(user_key, seqno, kind);
+        let inline = page::leaf_cell(&ik, Value::Inline(value));
+        let cell = if inline.len() <= max_cell_len(self.file.page_size) {
+            inline
+        } else {
+            let (first, pages) = self.write_overflow(st, value)?;
+            page::leaf_cell(
+                &ik,
+                Value::Overflow {
+                    len: value.len() as u32,
+                    first,
+                    pages,
+                },
+            )
+        };
+        let path = self.write_path(st, &ik, horizon)?;
+        let Some((leaf, _)) = path.last() else {
+            return self.new_root(st, &cell);
+        };
+        let mut g = leaf.write();
+        let p = &mut g.image;
+        let mut unused = 0;
+        let pos = page::lower_bound(p, &ik, &mut unused);
+        if pos < page::count(p) && page::ikey(p, pos) == ik.as_slice() {
+            // The same version again: a replay of the log over a page that
+            // already holds it.
+            let old = page::value(p, pos);
+            self.release_value(st, old);
+            page::remove(p, pos);
+        }
+        if page::insert(p, pos, &cell) {
+            g.dirty.store(true, Ordering::Release);
+            let small = page::used(&g.image) < g.image.len() / 4;
+            let continues = last_version(&g.image)
+                .filter(|(k, _)| k.as_slice() == user_key)
+                .map(|(_, seqno)| seqno);
+            drop(g);
+            if let Some(seqno) = continues {
+                self.prune_continuation(st, user_key, seqno, horizon)?;
+            }
+            if small && path.len() > 1 {
+                self.merge(st, &path, horizon)?;
+            }
+            return Ok(());
+        }
+        self.prune(st, &mut g.image, horizon);
+        g.dirty.store(true, Ordering::Release);
+        let p = &mut g.image;
+        let pos = page::lower_bound(p, &ik, &mut unused);
+        // Split unless pruning left 1/32 of the page free (a little more
+        // than the cell, so that a page of live data one cell from full is
+        // not pruned again by every insert). A larger margin splits leaves
+        // whose live data fills most of the page: 400,000 random
+        // overwrites of 400,000 keys left a tree of 9,932 pages with a
+        // quarter, 8,289 with 1/32 (docs/design.md).
+        if page::free_space(p) >= p.len() / 32 && page::insert(p, pos, &cell) {
+            return Ok(());
+        }
+        drop(g);
+        self.split(st, &path, &ik, cell)
+    }
+
+    fn new_root(&self, st: &mut TreeState, cell: &[u8]) -> Result<()> {
+        let pgno = st.alloc(1);
+        let mut image = vec![0u8; self.file.image_len()];
+        page::init(&mut image, page::KIND_LEAF, 0);
+        page::insert(&mut image, 0, cell);
+        self.install_page(pgno, image);
+        *self.root.write() = Root { pgno, height: 1 };
+        Ok(())
+    }
+
+    /// The path from the root to the leaf for `ik`, every page on it fresh
+    /// (copied if the last checkpoint wrote it). Each element is a page and
+    /// its position in its parent.
+    pub(super) fn write_path(
+        &self,
+        st: &mut TreeState,
+        ik: &[u8],
+        horizon: &Horizon,
+    ) -> Result<Vec<(Arc<Frame>, usize)>> {
+        let mut ctx = ReadContext::default();
+        let root = *self.root.read();
+        let mut path: Vec<(Arc<Frame>, usize)> = Vec::with_capacity(root.height as usize);
+        if root.pgno == 0 {
+            return Ok(path);
+        }
+        let mut pgno = root.pgno;
+        let mut pos_in_parent = 0;
+        loop {
+            let mut frame = self.fetch(pgno, &mut ctx)?;
+            if !st.fresh.contains(&pgno) {
+                frame = self.copy_page(
+                    st,
+                    &frame,
+                    path.last().map(|(f, _)| f),
+                    pos_in_parent,
+                    horizon,
+                )?;
+            }
+            let (is_leaf, child, pos) = {
+                let g = frame.read();
+                let p = &g.image;
+                match page::kind(p) {
+                    page::KIND_LEAF => (true, 0, 0),
+                    page::KIND_BRANCH if path.len() + 1 < root.height as usize => {
+                        let pos = page::branch_position(p, ik, &mut ctx.keys_compared);
+                        (false, page::child_at(p, pos), pos)
+                    }
+                    _ => return Err(self.file.corrupt(g.pgno, "tree is deeper than its height")),
+                }
+            };
+            path.push((frame, pos_in_parent));
+            if is_leaf {
+                return Ok(path);
+            }
+            pgno = child;
+            pos_in_parent = pos;
+        }
+    }
+
+    /// Copies a page the last checkpoint wrote to a new page (pruning a
+    /// leaf on the way), and points its parent (or the root) at the copy.
+    pub(super) fn copy_page(
+        &self,
+        st: &mut TreeState,
+        old: &Arc<Frame>,
+        parent: Option<&Arc<Frame>>,
+        pos: usize,
+        horizon: &Horizon,
+    ) -> Result<Arc<Frame>> {
+        let (old_pgno, mut image) = {
+            let g = old.read();
+            (g.pgno, g.image.clone())
+        };
+        if page::kind(&image) == page::KIND_LEAF {
+            self.prune(st, &mut image, horizon);
+        }
+        let pgno = st.alloc(1);
+        let frame = self.install_page(pgno, image);
+        match parent {
+            None => self.root.write().pgno = pgno,
+            Some(parent) => {
+                let mut pg = parent.write();
+                page::set_child_at(&mut pg.image, pos, pgno);
+                pg.dirty.store(true, Ordering::Release);
+            }
+        }
+        st.release(old_pgno, 1);
+        Ok(frame)
+    }
+
+    /// Writes a value too large for a page to a run of overflow pages.
+    fn write_overflow(&self, st: &mut TreeState, value: &[u8]) -> Result<(u64, u32)> {
+        let chunk = self.file.image_len() - page::HEADER;
+        let pages = value.len().div_ceil(chunk).max(1);
+        let first = st.alloc(pages as u64);
+        write_run(&self.file, first, value, page::KIND_OVERFLOW, pages as u64)?;
+        Ok((first, pages as u32))
+    }
+}
