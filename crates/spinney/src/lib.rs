@@ -2,8 +2,14 @@
 //! trees, chosen per table, in one database with one write-ahead log, one
 //! cache budget, one set of background workers, and atomic writes across tables.
 //!
-//! This release provides LSM tables; B-tree tables come next and will take
-//! the same API (`TableOptions::kind`).
+//! A table's kind is fixed when it is made (`TableOptions::lsm()` or
+//! `TableOptions::btree()`); every other call is the same for both: one
+//! `WriteBatch` commits over tables of either kind at once, and snapshots,
+//! cursors and ranges read both alike. An LSM table (memtables flushed into
+//! sorted runs, merged by compaction) takes writes cheaply; a B-tree table
+//! (pages changed in place in the cache, made durable by copy-on-write
+//! checkpoints) reads with fewer lookups. `docs/design.md` in the
+//! repository describes both.
 //!
 //! ```
 //! # fn main() -> spinney::Result<()> {
@@ -11,10 +17,12 @@
 //! use spinney::{Db, Durability, Options, TableOptions, WriteBatch};
 //!
 //! let db = Db::open(dir.path(), Options { durability: Durability::Full, ..Options::default() })?;
-//! let accounts = db.create_table("accounts", TableOptions::default())?;
-//! let audit = db.create_table("audit", TableOptions::default())?;
+//! // Balances are read more than written: a B-tree. The audit trail is
+//! // appended to and seldom read: an LSM tree.
+//! let accounts = db.create_table("accounts", TableOptions::btree())?;
+//! let audit = db.create_table("audit", TableOptions::lsm())?;
 //!
-//! // One atomic commit over two tables.
+//! // One atomic commit over both tables.
 //! let mut batch = WriteBatch::new();
 //! batch.put(&accounts, b"alice", b"90");
 //! batch.put(&accounts, b"bob", b"110");
@@ -25,6 +33,7 @@
 //! accounts.put(b"alice", b"0")?;
 //! assert_eq!(snapshot.get(&accounts, b"alice")?, Some(b"90".to_vec()));
 //! assert_eq!(accounts.get(b"alice")?, Some(b"0".to_vec()));
+//! assert_eq!(snapshot.get(&audit, b"0001")?, Some(b"alice->bob 10".to_vec()));
 //!
 //! let newest_first: Vec<_> = accounts.iter()?.rev().collect::<spinney::Result<_>>()?;
 //! assert_eq!(newest_first[0].0, b"bob");
@@ -76,7 +85,10 @@ pub mod bench_support {
     pub struct MemTable(Inner);
 
     impl MemTable {
-        #[allow(clippy::new_without_default)]
+        #[expect(
+            clippy::new_without_default,
+            reason = "a wrapper for benchmarks, not an API: nothing wants a Default"
+        )]
         pub fn new() -> MemTable {
             MemTable(Inner::new())
         }

@@ -27,6 +27,8 @@ pub enum Durability {
 
 /// The structure that stores a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum TableKind {
     /// A log-structured merge tree: writes go to a memtable and are flushed
     /// to sorted files that compaction merges.

@@ -699,7 +699,7 @@ fn stats_count_pages_evictions_and_checkpoints_and_a_get_reads_one_tree() {
         let stats = db.stats();
         let b = stats.tables[0].btree.clone().expect("B-tree stats");
         eprintln!("{b:?}");
-        assert_eq!(stats.tables[0].kind, "btree");
+        assert_eq!(stats.tables[0].kind, spinney::TableKind::Btree);
         assert!(b.pages_from_storage > 0, "{b:?}");
         assert!(b.evictions_dirty > 0, "{b:?}");
         assert!(b.evictions_clean > 0, "{b:?}");

@@ -77,7 +77,6 @@ const TABLES_MAX: usize = 256;
 
 /// The declarations of the C API functions the adapter calls, from
 /// `/usr/include/leveldb/c.h` of 1.23.
-#[allow(non_camel_case_types)]
 mod ffi {
     use std::ffi::{c_char, c_int, c_void};
 

@@ -597,7 +597,10 @@ pub(crate) fn open(
         Engine::Fjall => fjall_store::open(config, dir, tables),
         #[cfg(feature = "redb")]
         Engine::Redb => redb_store::open(config, dir, tables),
-        #[allow(unreachable_patterns)]
+        #[allow(
+            unreachable_patterns,
+            reason = "reachable only in builds without some peer's feature"
+        )]
         other => Err(BenchError::Config(other.not_built())),
     }
 }
@@ -619,7 +622,10 @@ pub(crate) fn version(engine: Engine) -> String {
         Engine::Fjall => fjall_store::version(),
         #[cfg(feature = "redb")]
         Engine::Redb => redb_store::version(),
-        #[allow(unreachable_patterns)]
+        #[allow(
+            unreachable_patterns,
+            reason = "reachable only in builds without some peer's feature"
+        )]
         _ => "(not built)".to_string(),
     }
 }

@@ -127,7 +127,6 @@ const PERF_LEVEL_DISABLE: c_int = 1;
 
 /// The declarations of the C API functions the adapter calls, from
 /// `/usr/include/rocksdb/c.h` of 7.8.
-#[allow(non_camel_case_types)]
 mod ffi {
     use std::ffi::{c_char, c_int, c_void};
 

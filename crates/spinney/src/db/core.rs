@@ -90,7 +90,7 @@ impl Core {
         match self {
             Core::Lsm(t) => {
                 edit.flushed
-                    .push((t.id, t.flushed_seqno.load(Ordering::Acquire)));
+                    .push((t.id, t.persisted_seqno.load(Ordering::Acquire)));
                 for (level, files) in t.super_version().version.levels.iter().enumerate() {
                     for f in files {
                         edit.added.push((t.id, level as u32, f.record.clone()));

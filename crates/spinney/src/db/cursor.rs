@@ -130,8 +130,7 @@ pub struct Cursor {
 /// What keeps a cursor's state readable.
 pub(super) enum Pin {
     Lsm(Arc<SuperVersion>),
-    // Held for its registration, released when dropped.
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "held for its registration, released when dropped")]
     Snapshot(Snapshot),
     /// Pinned by the `Range` that holds the cursor.
     None,

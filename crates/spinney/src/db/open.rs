@@ -3,10 +3,16 @@
 //!
 //! Recovery order, chosen so that a crash at any step leaves a database the
 //! next open recovers the same way:
-//! 1. replay the manifest named by CURRENT (a torn last record is dropped);
+//! 1. replay the manifest named by CURRENT (a torn last record is dropped),
+//!    and open each B-tree table's file at its newest valid header slot
+//!    (one older than the generation the manifest records is accepted only
+//!    while the log still covers the gap);
 //! 2. replay every log segment numbered at or above the manifest's log
-//!    number into memtables, skipping entries a table already persisted;
-//! 3. write the recovered memtables to L0 SSTs (synced);
+//!    number: LSM entries into memtables, B-tree entries into the tree
+//!    (pruned as it goes: no reader exists yet), skipping entries a table
+//!    already persisted;
+//! 3. write the recovered memtables to L0 SSTs (synced), and checkpoint
+//!    every B-tree table;
 //! 4. write a new manifest holding the whole state, with a log number past
 //!    every old segment, and switch CURRENT to it (`start_manifest`, which
 //!    the manifest roll uses too);
@@ -47,7 +53,7 @@ const LOCK: &str = "LOCK";
 struct TableState {
     record: TableRecord,
     levels: Vec<BTreeMap<u64, FileRecord>>,
-    flushed_seqno: u64,
+    persisted_seqno: u64,
     /// A B-tree table's newest durable checkpoint generation (0: none
     /// recorded).
     checkpoint_generation: u64,
@@ -89,7 +95,7 @@ impl Recovered {
                 TableState {
                     record,
                     levels,
-                    flushed_seqno: 0,
+                    persisted_seqno: 0,
                     checkpoint_generation: 0,
                 },
             );
@@ -126,7 +132,7 @@ impl Recovered {
         }
         for (id, seqno) in edit.flushed {
             if let Some(t) = self.tables.get_mut(&id) {
-                t.flushed_seqno = t.flushed_seqno.max(seqno);
+                t.persisted_seqno = t.persisted_seqno.max(seqno);
             }
         }
         for (id, generation) in edit.checkpointed {
@@ -300,7 +306,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             t.record.name.clone(),
             t.record.options.clone(),
             version,
-            t.flushed_seqno,
+            t.persisted_seqno,
         );
         tables.insert(t.record.name.clone(), Arc::new(core));
     }
@@ -346,7 +352,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     for entry in batch.entries() {
                         let entry = entry.map_err(|e| e.corruption(&path, offset))?;
                         if let Some(t) = by_id.get(&entry.table_id) {
-                            if seqno > t.flushed_seqno.load(Ordering::Relaxed) {
+                            if seqno > t.persisted_seqno.load(Ordering::Relaxed) {
                                 if t.memtable_full() {
                                     t.freeze_memtable();
                                 }
@@ -420,7 +426,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             }
         }
         t.install(version, sv.imms.len());
-        t.flushed_seqno.store(last_seqno, Ordering::Release);
+        t.persisted_seqno.store(last_seqno, Ordering::Release);
     }
     for t in btrees.values() {
         // The log being replayed is durable already.

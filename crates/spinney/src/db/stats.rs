@@ -11,7 +11,7 @@ use crate::fs::IoStatsSnapshot;
 use crate::limits::LSM_LEVELS;
 use crate::lsm::compaction;
 use crate::lsm::table::{LsmTable, SuperVersion};
-use crate::options::CompactionStyle;
+use crate::options::{CompactionStyle, TableKind};
 
 /// One level of an LSM table, with its compaction figures (after RocksDB's
 /// `rocksdb.stats`). The figures of a level count the compactions that wrote
@@ -64,8 +64,8 @@ impl LevelStats {
 pub struct TableStats {
     /// The table's name.
     pub name: String,
-    /// "lsm" or "btree".
-    pub kind: String,
+    /// The table's kind.
+    pub kind: TableKind,
     /// "leveled" or "tiered" (LSM tables; empty for B-tree tables).
     pub compaction_style: String,
     /// The shape now.
@@ -311,7 +311,7 @@ pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     TableStats {
         name: t.name.clone(),
-        kind: "btree".into(),
+        kind: TableKind::Btree,
         btree: Some(BtreeStats {
             height,
             file_pages,
@@ -376,7 +376,7 @@ pub(super) fn table_stats(t: &LsmTable) -> TableStats {
     let written: u64 = counters.levels.iter().map(|l| l.written).sum();
     TableStats {
         name: t.name.clone(),
-        kind: "lsm".into(),
+        kind: TableKind::Lsm,
         btree: None,
         compaction_style: opts.style.name().to_string(),
         shape,

@@ -86,7 +86,7 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
     let Some(imm) = sv.imms.first().cloned() else {
         return Ok(0);
     };
-    let flushed_seqno = imm.last_seqno.load(Ordering::Acquire);
+    let persisted_seqno = imm.last_seqno.load(Ordering::Acquire);
     let (output, numbers) = with_new_files(host, |new_file| {
         write_memtable(&imm, &table.sst_options(), new_file)
     })?;
@@ -95,11 +95,11 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
         host.sync_dir()?;
         // Entries of other tables committed in the same batches as these
         // must be durable before these stop being replayed from the log.
-        host.sync_log_to(flushed_seqno)?;
+        host.sync_log_to(persisted_seqno)?;
         let mut edit = VersionEdit {
             next_file_number: Some(host.next_file_number()),
             last_seqno: Some(host.last_seqno()),
-            flushed: vec![(table.id, flushed_seqno)],
+            flushed: vec![(table.id, persisted_seqno)],
             ..VersionEdit::default()
         };
         let mut files = Vec::new();
@@ -117,7 +117,7 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
             }
             Ok(version)
         })?;
-        table.flushed_seqno.store(flushed_seqno, Ordering::Release);
+        table.persisted_seqno.store(persisted_seqno, Ordering::Release);
         Ok(())
     })();
     host.release(&numbers);

@@ -110,7 +110,7 @@ pub(crate) struct LsmTable {
     pub dropped: AtomicBool,
     sv: Mutex<Arc<SuperVersion>>,
     /// Every entry up to this seqno is in the table's SSTs.
-    pub flushed_seqno: AtomicU64,
+    pub persisted_seqno: AtomicU64,
     /// What is running on this table; see `TableWork`.
     pub work: Mutex<TableWork>,
     /// Flush and compaction figures.
@@ -126,7 +126,7 @@ impl LsmTable {
         name: String,
         options: TableOptions,
         version: Version,
-        flushed_seqno: u64,
+        persisted_seqno: u64,
     ) -> LsmTable {
         let sv = SuperVersion {
             mem: Arc::new(Mem::new()),
@@ -140,7 +140,7 @@ impl LsmTable {
             options,
             dropped: AtomicBool::new(false),
             sv: Mutex::new(Arc::new(sv)),
-            flushed_seqno: AtomicU64::new(flushed_seqno),
+            persisted_seqno: AtomicU64::new(persisted_seqno),
             work: Mutex::new(TableWork::default()),
             counters: Mutex::new(TableCounters::default()),
             bloom_checks: AtomicU64::new(0),

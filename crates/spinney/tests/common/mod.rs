@@ -16,9 +16,10 @@
 //! Everything here runs on the fault-injecting file system (`FaultFs`,
 //! feature `testing`) under the directory `DB`.
 
-// Every file in tests/ is a crate of its own that compiles this module and
-// uses only a part of it; the rest would warn as dead code in that crate.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "every file in tests/ is a crate of its own that compiles this module and uses only a part of it"
+)]
 
 pub mod checkpointed;
 pub mod files;
