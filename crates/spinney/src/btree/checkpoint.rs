@@ -31,7 +31,7 @@ use parking_lot::{Mutex, RwLock};
 use super::format::{self, Checkpoint, FIRST_DATA_PAGE, FREE_EXTENT_BYTES, HEADER_BYTES};
 use super::free_space::{add_extent, TreeState};
 use super::page;
-use super::pager::{read_run, write_run, PageCounters, PageFile};
+use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
 use super::{file_name, BtreeTable, Root};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
@@ -200,6 +200,10 @@ impl BtreeTable {
         sync_log: impl FnOnce(u64) -> Result<()>,
         record: impl FnOnce(u64) -> Result<()>,
     ) -> Result<u64> {
+        // Pages the cache handed back are written first: a checkpoint is a
+        // B-tree write point even when no write comes (see
+        // `pager::write_handed_back`).
+        write_handed_back(&self.cache);
         let mut durable = self.ckpt.lock();
         self.check_failed()?;
         let start = Instant::now();
@@ -322,7 +326,7 @@ impl BtreeTable {
     ) -> Result<u64> {
         let mut written = 0u64;
         for pgno in frozen {
-            let Some(frame) = self.cache.get_page(&(self.file.owner, pgno)) else {
+            let Some(frame) = self.cache.get::<Frame>(&(self.file.owner, pgno)) else {
                 // Not cached: evicted, so written; or an overflow page,
                 // written when its value was added.
                 continue;

@@ -143,7 +143,7 @@ impl BtreeTable {
         };
         for (f, n) in std::mem::take(&mut st.unreachable) {
             for p in f..f + n {
-                self.cache.remove(&(self.file.owner, p));
+                self.uncache(p);
             }
             add_extent(&mut st.free, f, n);
         }
@@ -157,7 +157,7 @@ impl BtreeTable {
     pub(super) fn forget_page(&self, st: &mut TreeState, pgno: u64) {
         st.untidy.remove(&pgno);
         if st.fresh.contains(&pgno) {
-            self.cache.remove(&(self.file.owner, pgno));
+            self.uncache(pgno);
         }
         st.release(pgno, 1);
     }

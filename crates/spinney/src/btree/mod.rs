@@ -25,7 +25,8 @@
 //! over. The first change to such a page after a checkpoint's freeze copies
 //! it to a newly allocated page (and so its parent, up to the root); pages
 //! allocated since the freeze (`fresh`) are changed in place and may be
-//! written any number of times, by eviction or by the checkpoint.
+//! written any number of times, by a write-back for the cache's budget
+//! (`pager::write_handed_back`) or by the checkpoint.
 //!
 //! **Checkpoint** (`checkpoint`): freeze (under the commit lock, so no batch
 //! is half applied: record the root, the seqno, the fresh pages and the free

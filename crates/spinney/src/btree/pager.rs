@@ -7,15 +7,25 @@
 //! a `Frame`, held by the database's one cache; `BtreeTable::fetch` finds a
 //! page there or reads it in, and `install_page` caches a new one.
 //!
+//! Dirty pages belong to the pager, not the cache: a frame tells the cache
+//! it may not leave while dirty (`impl Entry for Frame`), so the cache hands
+//! cold dirty frames back instead of writing them, and the B-tree writer
+//! writes them (`write_handed_back`, after each applied entry and each
+//! checkpoint) with no cache lock held, then lets them go.
+//!
 //! Invariants: a page read from the file never replaces a newer image the
 //! cache held meanwhile (`Loading`); a dirty frame is written to its own
-//! place before it leaves the cache (`write_back`), and that place is
-//! fresh or frozen, never part of the durable image.
+//! place before it leaves the cache, and that place is fresh or frozen,
+//! never part of the durable image; a frame whose page was freed is marked
+//! clean under its write latch (`BtreeTable::uncache`), so a write-back
+//! already holding it never writes it over the page's next use.
 //!
 //! Thread-safety: `PageFile` is shared by every reader and the writer (its
 //! file handle takes positioned reads and writes; `failed` and `loading`
-//! are behind their own mutexes). A frame's latch guards its image.
+//! are behind their own mutexes). A frame's latch guards its image; a page
+//! is written under its read latch.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,6 +34,7 @@ use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 use parking_lot::{Mutex, RawRwLock, RwLock};
 
 use super::{format, page, BtreeTable};
+use crate::cache::{Cache, Entry, State};
 use crate::error::{Error, Result};
 use crate::fs::PagedFile;
 use crate::options::Compression;
@@ -64,7 +75,7 @@ pub(crate) struct PageFile {
 }
 
 /// A read of a page from the file into the cache, registered for its
-/// duration: `write_back` does not let the page leave the cache meanwhile,
+/// duration: the frame tells the cache it is busy meanwhile (it may not leave),
 /// so that the read cannot put an older image back over a newer one.
 pub(crate) struct Loading<'a> {
     file: &'a PageFile,
@@ -112,33 +123,89 @@ pub(crate) struct PageBuf {
 /// A cached page: the latch (a reader-writer lock) over its buffer.
 pub(crate) type Frame = RwLock<PageBuf>;
 
-/// Writes a frame out if it is dirty, for the cache's eviction. False when
-/// the page cannot leave now: latched for writing, being loaded, or its
-/// write failed.
-pub(crate) fn write_back(frame: &Frame) -> bool {
-    let Some(page) = frame.try_read() else {
-        return false;
-    };
-    // Being read from the file by another thread (see `Loading`).
-    if page.file.loading.lock().contains_key(&page.pgno) {
-        return false;
+/// What the cache asks a page when its clock hand reaches it: busy while
+/// anyone besides the cache holds it, while it is latched for writing, or
+/// while a read of it from the file is in flight (see `Loading`); dirty
+/// while it holds changes not yet written (the pager writes it: see
+/// `write_handed_back`), unless its table has failed (busy then: it stays
+/// until reopen); else clean. Never blocks: the cache asks under a
+/// shard's mutex.
+impl Entry for Frame {
+    fn state(&self, shared: bool) -> State {
+        if shared {
+            return State::Busy;
+        }
+        let Some(page) = self.try_read() else {
+            return State::Busy;
+        };
+        // Being read from the file by another thread (see `Loading`).
+        if page.file.loading.lock().contains_key(&page.pgno) {
+            return State::Busy;
+        }
+        if page.dirty.load(Ordering::Acquire) {
+            // A table whose page write failed takes no more writes until
+            // reopened: its pages are not handed back to fail again.
+            if page.file.failed.lock().is_some() {
+                return State::Busy;
+            }
+            State::Dirty
+        } else {
+            State::Clean
+        }
     }
-    let counters = &page.file.counters;
+
+    fn evicted(&self) {
+        if let Some(page) = self.try_read() {
+            page.file
+                .counters
+                .evictions_clean
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writes out the dirty pages the cache handed back, of any B-tree table
+/// (each to its own file), and lets each leave the cache once written, so
+/// that the cache gets back within its budget. Called by a B-tree writer
+/// after each entry and by a checkpoint, never under a cache lock; an LSM
+/// read never writes a page. A write that fails marks the page's table
+/// failed and keeps the page (the next write or checkpoint of that table
+/// reports it). Cheap when nothing was handed back.
+pub(crate) fn write_handed_back(cache: &Cache) {
+    // Bounded: each round writes what the cache handed back meanwhile.
+    for _ in 0..64 {
+        if !cache.has_handed_back() {
+            return;
+        }
+        for (key, entry, _) in cache.take_handed_back() {
+            let frame: Arc<dyn Any + Send + Sync> = entry.clone();
+            if let Ok(frame) = frame.downcast::<Frame>() {
+                write_back(&frame);
+            }
+            cache.evict_if_idle(key, entry);
+        }
+    }
+}
+
+/// Writes a frame out if it is dirty and not latched for writing.
+fn write_back(frame: &Frame) {
+    let Some(page) = frame.try_read() else {
+        return;
+    };
     if !page.dirty.load(Ordering::Acquire) {
-        counters.evictions_clean.fetch_add(1, Ordering::Relaxed);
-        return true;
+        return;
     }
     match page.file.write_page(page.pgno, &page.image) {
         Ok(()) => {
             page.dirty.store(false, Ordering::Release);
-            counters.evictions_dirty.fetch_add(1, Ordering::Relaxed);
-            true
-        }
-        Err(e) => {
             page.file
-                .fail(&format!("writing a B-tree page failed: {e}"));
-            false
+                .counters
+                .evictions_dirty
+                .fetch_add(1, Ordering::Relaxed);
         }
+        Err(e) => page
+            .file
+            .fail(&format!("writing a B-tree page failed: {e}")),
     }
 }
 
@@ -266,19 +333,19 @@ impl BtreeTable {
             ctx.blocks_from_cache += 1;
             f
         };
-        if let Some(f) = self.cache.get_page(&key) {
+        if let Some(f) = self.cache.get::<Frame>(&key) {
             return Ok(hit(f, ctx));
         }
         // A read from the file must not put back an image older than one
         // the cache held meanwhile: while this read ran, a writer could
         // load the page, change it, and have it evicted (written), and the
         // image read here then replaced the newer one in the cache, losing
-        // the change. So the load is registered, and `write_back`
-        // keeps a page in the cache while it is loading; looking again after
-        // registering catches an eviction that came before it (its write is
-        // then in the file).
+        // the change. So the load is registered, and the page tells the
+        // cache it is busy (may not leave) while it is loading; looking
+        // again after registering catches an eviction that came before it
+        // (its write is then in the file).
         let _loading = Loading::start(&self.file, pgno);
-        if let Some(f) = self.cache.get_page(&key) {
+        if let Some(f) = self.cache.get::<Frame>(&key) {
             return Ok(hit(f, ctx));
         }
         let image = self.file.read_page(pgno)?;
@@ -295,7 +362,7 @@ impl BtreeTable {
             dirty: AtomicBool::new(false),
             image,
         }));
-        Ok(self.cache.insert_page(key, frame, self.charge(), false))
+        Ok(self.cache.insert_or_share(key, frame, self.charge(), false))
     }
 
     /// Caches a new page, dirty, replacing any stale frame of its number.
@@ -307,7 +374,22 @@ impl BtreeTable {
             image,
         }));
         self.cache
-            .insert_page((self.file.owner, pgno), frame, self.charge(), true)
+            .insert_or_share((self.file.owner, pgno), frame, self.charge(), true)
+    }
+
+    /// Drops the frame of page `pgno`, which was freed, from the cache. The
+    /// frame is marked clean under its write latch: a write-back that took
+    /// it from the cache's handed-back list writes it under its read latch,
+    /// so it either wrote before the page was freed (and before its next
+    /// use) or sees it clean and writes nothing.
+    pub(super) fn uncache(&self, pgno: u64) {
+        let Some(entry) = self.cache.remove(&(self.file.owner, pgno)) else {
+            return;
+        };
+        let entry: Arc<dyn Any + Send + Sync> = entry;
+        if let Ok(frame) = entry.downcast::<Frame>() {
+            frame.write().dirty.store(false, Ordering::Release);
+        }
     }
 }
 

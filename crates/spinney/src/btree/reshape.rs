@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::free_space::TreeState;
 use super::page;
-use super::pager::{Frame, WriteGuard};
+use super::pager::{write_handed_back, Frame, WriteGuard};
 use super::{BtreeTable, Root};
 use crate::error::Result;
 use crate::mvcc::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
@@ -322,6 +322,7 @@ impl BtreeTable {
         keys.dedup();
         let packed = keys.iter().try_for_each(|ik| self.repack(st, ik, horizon));
         st.untidy.clear();
+        write_handed_back(&self.cache);
         packed.inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))
     }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::format::max_cell_len;
 use super::free_space::TreeState;
 use super::page::{self, Value};
-use super::pager::{write_run, Frame};
+use super::pager::{write_handed_back, write_run, Frame};
 use super::reshape::last_version;
 use super::{BtreeTable, Root};
 use crate::error::Result;
@@ -50,8 +50,14 @@ impl BtreeTable {
         // longer matches its page accounting. Mark the table failed, so
         // that no checkpoint (one waiting for the commit lock included)
         // writes that state as an image; the log replays it at reopen.
-        self.apply_entry(st, seqno, kind, user_key, value, horizon)
-            .inspect_err(|e| self.file.fail(&format!("applying a write failed: {e}")))
+        let applied = self
+            .apply_entry(st, seqno, kind, user_key, value, horizon)
+            .inspect_err(|e| self.file.fail(&format!("applying a write failed: {e}")));
+        // The dirty pages the cache handed back while the entry went in (of
+        // any table) are written now, with no latch of the path and no
+        // cache lock held (see `pager::write_handed_back`).
+        write_handed_back(&self.cache);
+        applied
     }
 
     fn apply_entry(

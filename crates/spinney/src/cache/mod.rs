@@ -4,22 +4,29 @@
 //! Keys are `(owner, offset)`: `owner` is a number unique to a file for the
 //! life of the database (an SST's file number, or the number a B-tree file
 //! got at open), `offset` the block's place or the page's number in it.
-//! Blocks are reference-counted, type-erased values: an evicted block stays
-//! alive while a reader holds its `Arc`. B-tree pages are frames: a frame
-//! held by anyone besides the cache is pinned and never evicted, and a dirty
-//! frame is written to its file before it leaves (`btree::write_back`), so
-//! that the cache is the one place a page lives while it is in memory.
+//! Values are opaque `Entry`s, reference-counted: the cache knows no table
+//! kind and does no I/O. Each entry says, when the clock hand reaches it,
+//! whether it may leave now (`State`): a block always may (an evicted block
+//! stays alive while a reader holds its `Arc`); a B-tree page may not while
+//! anyone besides the cache holds it (pinned), and a dirty page may not until
+//! its owner has written it.
 //!
 //! Eviction is CLOCK (second chance): a hit sets the entry's referenced bit;
-//! a hand clears bits and evicts the first entry it finds unreferenced (and,
-//! for a page, unpinned). The budget is global: an insert that takes the
-//! usage past it moves a hand over the shards in turn until the usage is
-//! back within it or nothing more can be evicted (every page left is pinned),
-//! so blocks and pages compete for the one budget.
+//! a hand clears bits and takes the first entry it finds unreferenced and
+//! not busy (`choose`). A clean one is evicted. A dirty one is **handed
+//! back**: put on a list (`take_handed_back`) that the B-tree pager drains
+//! outside every cache lock, at its next write or checkpoint; it writes the
+//! page and then evicts it (`evict_if_idle`). The budget is global: an insert
+//! that takes the usage past it moves a hand over the shards in turn until
+//! the usage, less the bytes handed back and not yet written, is within it,
+//! or nothing more can leave; so blocks and pages compete for the one budget.
+//! The bytes handed back are capped (`HANDED_BACK_MAX_DIVISOR`): past the
+//! cap a sweep passes dirty pages by and evicts clean entries instead, so a
+//! thread that never drains (an LSM read) cannot push the cache further over.
 //!
 //! Thread-safety: 16 shards, each behind its own mutex; lookups of different
-//! entries rarely contend. A dirty page's write happens under its shard's
-//! mutex (one page, to the OS page cache).
+//! entries rarely contend. The handed-back list has its own mutex, never
+//! held while a shard's is taken. No I/O happens under either.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -28,16 +35,47 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::btree::pager::Frame;
-
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
 
-/// A cached value.
-pub(crate) type CacheValue = Arc<dyn Any + Send + Sync>;
+/// The bytes handed back and not yet written are kept under the budget
+/// divided by this (but one entry may always be handed back): the most the
+/// cache runs over its budget by, beside pinned pages, while no B-tree
+/// writer drains the list.
+pub(crate) const HANDED_BACK_MAX_DIVISOR: u64 = 16;
 
 /// Cache key: (owner, offset).
 pub(crate) type CacheKey = (u64, u64);
+
+/// Whether an entry may leave the cache now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// It may be dropped.
+    Clean,
+    /// It holds changes its owner has not written: it leaves only once the
+    /// owner has written it (it is handed back).
+    Dirty,
+    /// It cannot leave now (in use).
+    Busy,
+}
+
+/// A value the cache holds: an SST block, a B-tree page. The cache charges
+/// it the bytes given at insert and asks it, when the clock hand reaches it,
+/// whether it may leave.
+pub(crate) trait Entry: Any + Send + Sync {
+    /// Whether the entry may leave now; `shared`: someone besides the cache
+    /// holds it. Called under a shard's mutex: it must not block or do I/O.
+    fn state(&self, shared: bool) -> State {
+        let _ = shared;
+        State::Clean
+    }
+
+    /// Called when the clock evicted it (for its owner's counters).
+    fn evicted(&self) {}
+}
+
+/// An entry handed back for its owner to write: its key, itself, its charge.
+pub(crate) type HandedBack = (CacheKey, Arc<dyn Entry>, u64);
 
 /// Hit and miss counters of the cache.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +93,23 @@ pub struct CacheStats {
     pub capacity_bytes: u64,
 }
 
-#[derive(Debug)]
+/// What the clock hand does with an unreferenced entry (the policy, apart
+/// from the sweep): evict it, hand it back to be written, or pass it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Evict,
+    HandBack,
+    Pass,
+}
+
+fn choose(state: State, may_hand_back: bool) -> Choice {
+    match state {
+        State::Clean => Choice::Evict,
+        State::Dirty if may_hand_back => Choice::HandBack,
+        State::Dirty | State::Busy => Choice::Pass,
+    }
+}
+
 pub(crate) struct Cache {
     shards: Vec<Mutex<Shard>>,
     capacity: u64,
@@ -65,9 +119,22 @@ pub(crate) struct Cache {
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
+    /// Dirty entries handed back, waiting for their owner to write them.
+    handed_back: Mutex<Vec<HandedBack>>,
+    /// The charges of `handed_back`.
+    handed_back_bytes: AtomicU64,
 }
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("capacity", &self.capacity)
+            .field("usage", &self.usage)
+            .finish()
+    }
+}
+
+#[derive(Default)]
 struct Shard {
     map: HashMap<CacheKey, usize>,
     slots: Vec<Slot>,
@@ -75,24 +142,29 @@ struct Shard {
     hand: usize,
 }
 
-#[derive(Debug)]
-enum Entry {
-    Block(CacheValue),
-    Page(Arc<Frame>),
-}
-
-#[derive(Debug)]
 struct Slot {
     key: CacheKey,
-    entry: Option<Entry>,
+    entry: Option<Arc<dyn Entry>>,
     charge: u64,
     referenced: bool,
 }
 
+/// What one step of the hand did.
+enum Swept {
+    Evicted(u64),
+    HandedBack(HandedBack),
+    Nothing,
+}
+
+fn downcast<T: Entry>(entry: Arc<dyn Entry>) -> Option<Arc<T>> {
+    let any: Arc<dyn Any + Send + Sync> = entry;
+    any.downcast::<T>().ok()
+}
+
 impl Cache {
     /// A cache that keeps at most `capacity` bytes (by the charges given to
-    /// `insert`), beyond what pinned pages hold. A capacity of 0 caches no
-    /// block; pages in use are kept regardless.
+    /// `insert`), beyond what pinned pages and the pages handed back hold. A
+    /// capacity of 0 caches no block; pages in use are kept regardless.
     pub(crate) fn new(capacity: u64) -> Cache {
         Cache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
@@ -102,6 +174,8 @@ impl Cache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            handed_back: Mutex::new(Vec::new()),
+            handed_back_bytes: AtomicU64::new(0),
         }
     }
 
@@ -124,79 +198,71 @@ impl Cache {
         }
     }
 
-    pub(crate) fn get(&self, key: &CacheKey) -> Option<CacheValue> {
+    /// The entry cached under `key`, if it is a `T`.
+    pub(crate) fn get<T: Entry>(&self, key: &CacheKey) -> Option<Arc<T>> {
         let mut shard = self.shard(key).lock();
-        let found = match shard.lookup(key) {
-            Some(Entry::Block(v)) => Some(Arc::clone(v)),
-            _ => None,
-        };
+        let found = shard.lookup(key).map(Arc::clone);
         drop(shard);
+        let found = found.and_then(downcast::<T>);
         self.count(found.is_some());
         found
     }
 
-    /// The page frame cached under `key`, pinned by the returned `Arc`.
-    pub(crate) fn get_page(&self, key: &CacheKey) -> Option<Arc<Frame>> {
-        let mut shard = self.shard(key).lock();
-        let found = match shard.lookup(key) {
-            Some(Entry::Page(f)) => Some(Arc::clone(f)),
-            _ => None,
-        };
-        drop(shard);
-        self.count(found.is_some());
-        found
-    }
-
-    /// Inserts (or replaces) the block `key`, charging `charge` bytes, and
-    /// evicts until the cache is within its budget. A block larger than the
-    /// whole budget is not cached.
-    pub(crate) fn insert(&self, key: CacheKey, value: CacheValue, charge: u64) {
+    /// Inserts (or replaces) `key`, charging `charge` bytes, and evicts
+    /// until the cache is within its budget. An entry larger than the whole
+    /// budget is not cached.
+    pub(crate) fn insert<T: Entry>(&self, key: CacheKey, value: Arc<T>, charge: u64) {
         if charge > self.capacity {
             return;
         }
         let old = {
             let mut shard = self.shard(&key).lock();
             let old = shard.remove(&key);
-            shard.put(key, Entry::Block(value), charge);
+            shard.put(key, value, charge);
             old
         };
-        self.account(charge, old);
+        self.account(charge, old.map(|o| o.1));
         self.shrink();
     }
 
-    /// Caches the page frame `frame` under `key`, unless a frame is already
-    /// cached there and `replace` is false: then that one is returned and
-    /// `frame` dropped (two readers that missed the same page share the
-    /// first frame, so that a change made to it is never hidden by a
-    /// reload). A new page of a file replaces whatever stale frame its
-    /// number had.
-    pub(crate) fn insert_page(
+    /// Caches `value` under `key`, unless a `T` is already cached there and
+    /// `replace` is false: then that one is returned and `value` dropped
+    /// (two readers that missed the same page share the first frame, so
+    /// that a change made to it is never hidden by a reload). A new page of
+    /// a file replaces whatever stale frame its number had. Cached whatever
+    /// its charge (a page in use must be in the cache).
+    pub(crate) fn insert_or_share<T: Entry>(
         &self,
         key: CacheKey,
-        frame: Arc<Frame>,
+        value: Arc<T>,
         charge: u64,
         replace: bool,
-    ) -> Arc<Frame> {
+    ) -> Arc<T> {
         let old = {
             let mut shard = self.shard(&key).lock();
             if !replace {
-                if let Some(Entry::Page(f)) = shard.lookup(&key) {
-                    return Arc::clone(f);
+                if let Some(existing) = shard.lookup(&key).map(Arc::clone) {
+                    if let Some(existing) = downcast::<T>(existing) {
+                        return existing;
+                    }
                 }
             }
             let old = shard.remove(&key);
-            shard.put(key, Entry::Page(Arc::clone(&frame)), charge);
+            shard.put(key, Arc::clone(&value) as Arc<dyn Entry>, charge);
             old
         };
-        self.account(charge, old);
+        self.account(charge, old.map(|o| o.1));
         self.shrink();
-        frame
+        value
     }
 
-    /// Drops `key` from the cache (a page that was freed).
-    pub(crate) fn remove(&self, key: &CacheKey) {
+    /// Drops `key` from the cache (a page that was freed); returns what it
+    /// held.
+    pub(crate) fn remove(&self, key: &CacheKey) -> Option<Arc<dyn Entry>> {
         let old = self.shard(key).lock().remove(key);
-        self.account(0, old);
+        let (entry, charge) = old.unzip();
+        self.account(0, charge);
+        entry
     }
 
     fn account(&self, added: u64, removed: Option<u64>) {
@@ -206,25 +272,89 @@ impl Cache {
         }
     }
 
-    /// Evicts until the usage is within the budget, or two whole turns of
-    /// the shards find nothing to evict (the first clears referenced bits).
-    fn shrink(&self) {
+    /// Whether the hand may hand back an entry of `charge` bytes now.
+    fn may_hand_back(&self, charge_max: u64) -> bool {
+        let waiting = self.handed_back_bytes.load(Ordering::Relaxed);
+        waiting == 0 || waiting + charge_max <= self.capacity / HANDED_BACK_MAX_DIVISOR
+    }
+
+    /// Evicts (and hands back dirty entries) until the usage, less the
+    /// bytes handed back, is within the budget, or two whole turns of the
+    /// shards find nothing to take (the first clears referenced bits).
+    pub(crate) fn shrink(&self) {
         let mut failures = 0;
-        while self.usage.load(Ordering::Relaxed) > self.capacity && failures < 2 * SHARDS {
+        while self.usage.load(Ordering::Relaxed)
+            > self.capacity + self.handed_back_bytes.load(Ordering::Relaxed)
+            && failures < 2 * SHARDS
+        {
             let i = self.hand.fetch_add(1, Ordering::Relaxed) % SHARDS;
             let Some(shard) = self.shards.get(i) else {
                 break;
             };
-            let freed = shard.lock().evict_one();
-            match freed {
-                Some(charge) => {
+            let swept = shard.lock().evict_one(|charge| self.may_hand_back(charge));
+            match swept {
+                Swept::Evicted(charge) => {
                     failures = 0;
                     self.usage.fetch_sub(charge, Ordering::Relaxed);
                     self.evictions.fetch_add(1, Ordering::Relaxed);
                 }
-                None => failures += 1,
+                Swept::HandedBack(handed) => {
+                    failures = 0;
+                    self.handed_back_bytes
+                        .fetch_add(handed.2, Ordering::Relaxed);
+                    self.handed_back.lock().push(handed);
+                }
+                Swept::Nothing => failures += 1,
             }
         }
+    }
+
+    /// Whether entries wait for their owner to write them (a load, cheap
+    /// enough for every write).
+    pub(crate) fn has_handed_back(&self) -> bool {
+        self.handed_back_bytes.load(Ordering::Relaxed) > 0
+    }
+
+    /// The dirty entries handed back since the last call, for their owner to
+    /// write (outside every cache lock) and then pass to `evict_if_idle`.
+    pub(crate) fn take_handed_back(&self) -> Vec<HandedBack> {
+        let taken = std::mem::take(&mut *self.handed_back.lock());
+        let bytes: u64 = taken.iter().map(|h| h.2).sum();
+        self.handed_back_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        taken
+    }
+
+    /// Evicts `entry`, handed back and since written by its owner, if it is
+    /// still the one cached under `key` and may leave now.
+    pub(crate) fn evict_if_idle(&self, key: CacheKey, entry: Arc<dyn Entry>) {
+        let freed = {
+            let mut shard = self.shard(&key).lock();
+            let same = shard
+                .map
+                .get(&key)
+                .and_then(|&i| shard.slots.get(i))
+                .and_then(|s| s.entry.as_ref())
+                .is_some_and(|e| Arc::ptr_eq(e, &entry));
+            drop(entry);
+            if !same {
+                return;
+            }
+            let clean = shard
+                .map
+                .get(&key)
+                .and_then(|&i| shard.slots.get(i))
+                .and_then(|s| s.entry.as_ref())
+                .is_some_and(|e| e.state(Arc::strong_count(e) > 1) == State::Clean);
+            if !clean {
+                return;
+            }
+            shard.remove(&key)
+        };
+        if let Some((_, charge)) = freed {
+            self.account(0, Some(charge));
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        self.shrink();
     }
 
     /// Drops every entry of `owner` (a deleted file) from the cache.
@@ -234,7 +364,7 @@ impl Cache {
             let keys: Vec<CacheKey> = shard.map.keys().filter(|k| k.0 == owner).copied().collect();
             for k in keys {
                 let old = shard.remove(&k);
-                self.account(0, old);
+                self.account(0, old.map(|o| o.1));
             }
         }
     }
@@ -251,14 +381,14 @@ impl Cache {
 }
 
 impl Shard {
-    fn lookup(&mut self, key: &CacheKey) -> Option<&Entry> {
+    fn lookup(&mut self, key: &CacheKey) -> Option<&Arc<dyn Entry>> {
         let i = *self.map.get(key)?;
         let slot = self.slots.get_mut(i)?;
         slot.referenced = true;
         slot.entry.as_ref()
     }
 
-    fn put(&mut self, key: CacheKey, entry: Entry, charge: u64) {
+    fn put(&mut self, key: CacheKey, entry: Arc<dyn Entry>, charge: u64) {
         let slot = Slot {
             key,
             entry: Some(entry),
@@ -280,21 +410,22 @@ impl Shard {
         self.map.insert(key, index);
     }
 
-    /// Removes `key`; returns its charge if it was cached.
-    fn remove(&mut self, key: &CacheKey) -> Option<u64> {
+    /// Removes `key`; returns its entry and charge if it was cached.
+    fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
         let i = self.map.remove(key)?;
         let slot = self.slots.get_mut(i)?;
-        slot.entry = None;
+        let entry = slot.entry.take();
         let charge = std::mem::take(&mut slot.charge);
         self.free.push(i);
-        Some(charge)
+        entry.map(|e| (e, charge))
     }
 
     /// Advances the clock hand, at most once around, until one entry is
-    /// evicted; returns its charge, or None when none could be.
-    fn evict_one(&mut self) -> Option<u64> {
+    /// evicted or handed back (`choose`; `may_hand_back` is asked with the
+    /// entry's charge).
+    fn evict_one(&mut self, may_hand_back: impl Fn(u64) -> bool) -> Swept {
         if self.map.is_empty() {
-            return None;
+            return Swept::Nothing;
         }
         // One sweep: a referenced entry loses its bit and survives until
         // the hand comes back to this shard.
@@ -307,35 +438,72 @@ impl Shard {
             let Some(slot) = self.slots.get_mut(i) else {
                 continue;
             };
-            let evictable = match &slot.entry {
+            let choice = match &slot.entry {
                 None => continue,
                 Some(_) if slot.referenced => {
                     slot.referenced = false;
                     continue;
                 }
-                Some(Entry::Block(_)) => true,
-                // Held elsewhere: in use, so pinned. Otherwise it leaves
-                // once it is clean (written now if dirty).
-                Some(Entry::Page(f)) => {
-                    Arc::strong_count(f) == 1 && crate::btree::pager::write_back(f)
-                }
+                Some(e) => choose(
+                    e.state(Arc::strong_count(e) > 1),
+                    may_hand_back(slot.charge),
+                ),
             };
-            if !evictable {
-                continue;
+            match choice {
+                Choice::Pass => {}
+                Choice::Evict => {
+                    let key = slot.key;
+                    return match self.remove(&key) {
+                        Some((entry, charge)) => {
+                            entry.evicted();
+                            Swept::Evicted(charge)
+                        }
+                        None => Swept::Nothing,
+                    };
+                }
+                Choice::HandBack => {
+                    if let Some(e) = &slot.entry {
+                        return Swept::HandedBack((slot.key, Arc::clone(e), slot.charge));
+                    }
+                }
             }
-            let key = slot.key;
-            return self.remove(&key);
         }
-        None
+        Swept::Nothing
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicBool;
+
     use super::*;
 
-    fn value(n: u64) -> CacheValue {
-        Arc::new(n)
+    /// A block-like entry: always clean.
+    #[derive(Debug)]
+    struct Value(u64);
+
+    impl Entry for Value {}
+
+    fn value(n: u64) -> Arc<Value> {
+        Arc::new(Value(n))
+    }
+
+    /// A page-like entry: dirty until "written", pinned while shared.
+    #[derive(Debug, Default)]
+    struct Page {
+        dirty: AtomicBool,
+    }
+
+    impl Entry for Page {
+        fn state(&self, shared: bool) -> State {
+            if shared {
+                State::Busy
+            } else if self.dirty.load(Ordering::Relaxed) {
+                State::Dirty
+            } else {
+                State::Clean
+            }
+        }
     }
 
     #[test]
@@ -353,11 +521,13 @@ mod tests {
     fn hit_returns_the_inserted_value() {
         let cache = Cache::new(1 << 20);
         cache.insert((7, 42), value(99), 10);
-        let got = cache.get(&(7, 42)).expect("cached");
-        assert_eq!(got.downcast_ref::<u64>(), Some(&99));
-        assert!(cache.get(&(7, 43)).is_none());
+        let got = cache.get::<Value>(&(7, 42)).expect("cached");
+        assert_eq!(got.0, 99);
+        assert!(cache.get::<Value>(&(7, 43)).is_none());
+        // An entry of another type is not returned as this one.
+        assert!(cache.get::<Page>(&(7, 42)).is_none());
         let s = cache.stats();
-        assert_eq!((s.hits, s.misses), (1, 1));
+        assert_eq!((s.hits, s.misses), (1, 2));
     }
 
     #[test]
@@ -369,7 +539,7 @@ mod tests {
         cache.insert(hot, value(0), 100);
         for i in 1..2000u64 {
             assert!(
-                cache.get(&hot).is_some(),
+                cache.get::<Value>(&hot).is_some(),
                 "hot entry evicted after {i} inserts"
             );
             cache.insert((1, i), value(i), 100);
@@ -382,8 +552,8 @@ mod tests {
         cache.insert((1, 0), value(1), 10);
         cache.insert((2, 0), value(2), 10);
         cache.erase_owner(1);
-        assert!(cache.get(&(1, 0)).is_none());
-        assert!(cache.get(&(2, 0)).is_some());
+        assert!(cache.get::<Value>(&(1, 0)).is_none());
+        assert!(cache.get::<Value>(&(2, 0)).is_some());
         assert_eq!(cache.stats().usage_bytes, 10);
     }
 
@@ -391,6 +561,77 @@ mod tests {
     fn zero_capacity_caches_nothing() {
         let cache = Cache::new(0);
         cache.insert((1, 0), value(1), 1);
-        assert!(cache.get(&(1, 0)).is_none());
+        assert!(cache.get::<Value>(&(1, 0)).is_none());
+    }
+
+    #[test]
+    fn the_hand_evicts_clean_entries_hands_back_dirty_ones_and_passes_busy_ones() {
+        assert_eq!(choose(State::Clean, false), Choice::Evict);
+        assert_eq!(choose(State::Dirty, true), Choice::HandBack);
+        assert_eq!(choose(State::Dirty, false), Choice::Pass);
+        assert_eq!(choose(State::Busy, true), Choice::Pass);
+    }
+
+    #[test]
+    fn inserts_into_a_cache_full_of_dirty_pages_hand_them_back_within_a_bounded_slack() {
+        // Goal: an insert (an LSM read's block) into a cache full of dirty
+        // pages never drops a dirty page, keeps the usage within the budget
+        // plus the handed-back cap and one entry, and what it hands back
+        // leaves once its owner has written it.
+        // Method: fill with dirty pages, insert many blocks, then drain as
+        // the B-tree pager does.
+        let capacity = 64 * 1000;
+        let cache = Cache::new(capacity);
+        let pages: Vec<Arc<Page>> = (0..64u64)
+            .map(|i| {
+                let p = Arc::new(Page {
+                    dirty: AtomicBool::new(true),
+                });
+                cache.insert_or_share((1, i), Arc::clone(&p), 1000, true);
+                p
+            })
+            .collect();
+        drop(pages);
+        let slack = capacity / HANDED_BACK_MAX_DIVISOR + 1000;
+        for i in 0..1000u64 {
+            cache.insert((2, i), value(i), 100);
+            let usage = cache.stats().usage_bytes;
+            assert!(usage <= capacity + slack, "{usage} after {i} blocks");
+        }
+        for i in 0..64u64 {
+            assert!(
+                cache.get::<Page>(&(1, i)).is_some(),
+                "dirty page {i} dropped"
+            );
+        }
+        assert!(cache.has_handed_back());
+        // The owner writes what was handed back, round after round, as
+        // `btree::pager::write_handed_back` does.
+        for _ in 0..64 {
+            let handed = cache.take_handed_back();
+            assert!(handed.iter().map(|h| h.2).sum::<u64>() <= slack);
+            for (key, entry, _) in handed {
+                let page = downcast::<Page>(Arc::clone(&entry)).expect("a page");
+                page.dirty.store(false, Ordering::Relaxed);
+                drop(page);
+                cache.evict_if_idle(key, entry);
+            }
+        }
+        assert!(!cache.has_handed_back());
+        assert!(cache.stats().usage_bytes <= capacity);
+    }
+
+    #[test]
+    fn a_pinned_page_is_never_evicted_nor_handed_back() {
+        let cache = Cache::new(2000);
+        let pinned = Arc::new(Page::default());
+        cache.insert_or_share((1, 0), Arc::clone(&pinned), 1000, true);
+        pinned.dirty.store(true, Ordering::Relaxed);
+        for i in 0..100u64 {
+            cache.insert((2, i), value(i), 500);
+        }
+        assert!(cache.get::<Page>(&(1, 0)).is_some());
+        assert!(cache.take_handed_back().is_empty());
+        assert!(cache.stats().usage_bytes <= 2000);
     }
 }

@@ -111,6 +111,10 @@ pub(crate) struct Block {
     compressed: bool,
 }
 
+/// A block is cached as is: always clean, evictable even while a reader
+/// holds it (the reader's `Arc` keeps it alive).
+impl crate::cache::Entry for Block {}
+
 impl Block {
     /// Checks the restart array of `data`, the contents of the block stored
     /// at `file_offset` in `file`.

@@ -157,17 +157,15 @@ impl Sst {
     /// where it came from, and the bytes read, to `counts`.
     fn data_block(&self, handle: BlockHandle, counts: &mut ReadContext) -> Result<Arc<Block>> {
         let cache_key = (self.file_number, handle.offset);
-        if let Some(v) = self.cache.get(&cache_key) {
-            if let Ok(block) = v.downcast::<Block>() {
-                counts.blocks_from_cache += 1;
-                return Ok(block);
-            }
+        if let Some(block) = self.cache.get::<Block>(&cache_key) {
+            counts.blocks_from_cache += 1;
+            return Ok(block);
         }
         let block = Arc::new(self.read_data_block(handle)?);
         counts.blocks_from_storage += 1;
         counts.bytes_read += handle.size + format::BLOCK_TRAILER_BYTES as u64;
-        let value: crate::cache::CacheValue = Arc::clone(&block) as _;
-        self.cache.insert(cache_key, value, block.size() as u64);
+        self.cache
+            .insert(cache_key, Arc::clone(&block), block.size() as u64);
         Ok(block)
     }
 
