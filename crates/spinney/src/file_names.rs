@@ -29,6 +29,11 @@ pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
 }
 
+/// The name of the file of B-tree table `table_id`.
+pub(crate) fn btree_name(table_id: u32) -> String {
+    format!("{table_id:06}.btree")
+}
+
 /// The number in a file name of the form `NNNNNN.<ext>`.
 pub(crate) fn parse_numbered(name: &str, ext: &str) -> Option<u64> {
     let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
@@ -47,6 +52,8 @@ mod tests {
         assert_eq!(sst_name(7), "000007.sst");
         assert_eq!(wal_name(1_234_567), "1234567.wal");
         assert_eq!(manifest_name(3), "MANIFEST-000003");
+        assert_eq!(btree_name(12), "000012.btree");
+        assert_eq!(parse_numbered(&btree_name(12), "btree"), Some(12));
         assert_eq!(parse_numbered(&sst_name(42), "sst"), Some(42));
         assert_eq!(parse_numbered(&wal_name(1_234_567), "wal"), Some(1_234_567));
         for stranger in ["000007.sst.tmp", ".sst", "x7.sst", "000007sst", "-1.sst"] {

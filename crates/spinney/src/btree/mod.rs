@@ -79,8 +79,9 @@ use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::options::TableOptions;
 
+/// The name of the file of B-tree table `table_id`.
 pub(crate) fn file_name(table_id: u32) -> String {
-    format!("{table_id:06}.btree")
+    crate::file_names::btree_name(table_id)
 }
 
 #[derive(Debug, Clone, Copy)]

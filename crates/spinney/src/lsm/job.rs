@@ -117,7 +117,9 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
             }
             Ok(version)
         })?;
-        table.persisted_seqno.store(persisted_seqno, Ordering::Release);
+        table
+            .persisted_seqno
+            .store(persisted_seqno, Ordering::Release);
         Ok(())
     })();
     host.release(&numbers);
