@@ -775,7 +775,9 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(0x5EED_0001);
         let table = Arc::new(MemTable::new());
         let mut model = BTreeMap::new();
-        let entries = 5_000u64;
+        // Under miri (which checks the arena's and the list's unsafe code,
+        // and runs a thousand times slower), a smaller model.
+        let entries: u64 = if cfg!(miri) { 300 } else { 5_000 };
         let mut seqnos: Vec<u64> = (1..=entries).collect();
         seqnos.shuffle(&mut rng);
         let mut bytes_before = table.approximate_bytes();
@@ -805,7 +807,7 @@ mod tests {
         backward.reverse();
         assert_eq!(backward, expected);
 
-        for _ in 0..2_000 {
+        for _ in 0..if cfg!(miri) { 200 } else { 2_000 } {
             let len = rng.gen_range(0..5);
             let user_key: Vec<u8> = (0..len).map(|_| rng.gen_range(b'a'..b'f')).collect();
             let snapshot = match rng.gen_range(0..10) {
@@ -854,12 +856,12 @@ mod tests {
         // each searched both ways in both forms.
         let mut rng = SmallRng::seed_from_u64(0x5EED_0002);
         let table = MemTable::new();
-        for seqno in 1..=2_000u64 {
+        for seqno in 1..=if cfg!(miri) { 300 } else { 2_000u64 } {
             let user_key: Vec<u8> = (0..3).map(|_| rng.gen_range(b'a'..b'k')).collect();
             table.add(seqno, Kind::Put, &user_key, b"");
         }
         let ptr = |n: Option<Node<'_>>| n.map(|n| n.ptr);
-        for _ in 0..500 {
+        for _ in 0..if cfg!(miri) { 100 } else { 500 } {
             let user_key: Vec<u8> = (0..3).map(|_| rng.gen_range(b'a'..b'l')).collect();
             let trailer = key::pack_trailer(rng.gen_range(0..=2_001), KIND_SEEK);
             let (counted, compared) = table.find_greater_or_equal::<true>(&user_key, trailer);
@@ -951,6 +953,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "values over a 1 MiB chunk take hours under miri's per-byte borrow tracking"
+    )]
     fn value_larger_than_a_chunk_gets_its_own() {
         // Goal: entries too big for a chunk are stored whole, between small
         // ones, and the largest key and value the limits allow fit.
@@ -982,13 +988,19 @@ mod tests {
     fn many_entries_fill_several_chunks() {
         // Goal: chunk turnover keeps every entry and the byte count honest:
         // at least the entries' bytes, and no more than the chunks held.
+        // Under miri, fewer and larger entries fill the same chunks.
+        let (entries, value_len) = if cfg!(miri) {
+            (1_000u64, 4_000)
+        } else {
+            (30_000u64, 50)
+        };
         let table = Arc::new(MemTable::new());
-        let entries = 30_000u64;
+        let value = vec![1u8; value_len];
         for i in 0..entries {
-            table.add(i + 1, Kind::Put, &i.to_be_bytes(), &[1u8; 50]);
+            table.add(i + 1, Kind::Put, &i.to_be_bytes(), &value);
         }
         assert!(table.approximate_bytes() > 2 * CHUNK_BYTES);
-        assert!(table.approximate_bytes() >= entries as usize * (8 + TRAILER_BYTES + 50));
+        assert!(table.approximate_bytes() >= entries as usize * (8 + TRAILER_BYTES + value_len));
         let chunks = table.writer.lock().arena.chunks.len();
         assert!(table.approximate_bytes() <= chunks * CHUNK_BYTES);
         let mut it = table.iter();
@@ -1009,8 +1021,9 @@ mod tests {
         // readers scan forward and backward and do point gets until the
         // writer is done, checking order and that every entry is one that
         // was added, then one last scan must see everything.
-        const ENTRIES: u64 = 20_000;
-        const READERS: usize = 3;
+        // Smaller under miri, which explores the threads' interleavings.
+        const ENTRIES: u64 = if cfg!(miri) { 400 } else { 20_000 };
+        const READERS: usize = if cfg!(miri) { 2 } else { 3 };
         let table = Arc::new(MemTable::new());
         let done = Arc::new(AtomicBool::new(false));
 
