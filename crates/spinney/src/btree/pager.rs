@@ -9,9 +9,10 @@
 //!
 //! Dirty pages belong to the pager, not the cache: a frame tells the cache
 //! it may not leave while dirty (`impl Entry for Frame`), so the cache hands
-//! cold dirty frames back instead of writing them, and the B-tree writer
-//! writes them (`write_handed_back`, after each applied entry and each
-//! checkpoint) with no cache lock held, then lets them go.
+//! cold dirty frames back instead of writing them, and the B-tree writes
+//! them (`write_handed_back`: the writer after each applied entry, each
+//! checkpoint, and a read that missed the cache) with no cache lock held,
+//! then lets them go.
 //!
 //! Invariants: a page read from the file never replaces a newer image the
 //! cache held meanwhile (`Loading`); a dirty frame is written to its own
@@ -167,8 +168,8 @@ impl Entry for Frame {
 /// Writes out the dirty pages the cache handed back, of any B-tree table
 /// (each to its own file), and lets each leave the cache once written, so
 /// that the cache gets back within its budget. Called by a B-tree writer
-/// after each entry and by a checkpoint, never under a cache lock; an LSM
-/// read never writes a page. A write that fails marks the page's table
+/// after each entry, by a checkpoint, and by a B-tree read that missed the
+/// cache, never under a cache lock; an LSM read never writes a page. A write that fails marks the page's table
 /// failed and keeps the page (the next write or checkpoint of that table
 /// reports it). Cheap when nothing was handed back.
 pub(crate) fn write_handed_back(cache: &Cache) {
@@ -362,7 +363,15 @@ impl BtreeTable {
             dirty: AtomicBool::new(false),
             image,
         }));
-        Ok(self.cache.insert_or_share(key, frame, self.charge(), false))
+        let frame = self.cache.insert_or_share(key, frame, self.charge(), false);
+        // The insert may have made the cache hand dirty pages back: a read
+        // that missed writes them, so that pages dirtied by earlier writes
+        // do not hold the cache when no write comes (a read-only phase
+        // after a load). No cache lock is held here; the latches this
+        // reader holds are read latches, and `write_back` only tries its
+        // frames' latches.
+        write_handed_back(&self.cache);
+        Ok(frame)
     }
 
     /// Caches a new page, dirty, replacing any stale frame of its number.
