@@ -1,10 +1,11 @@
 //! `Core`: a table of either kind, as the catalog holds it. What every
 //! table has (id, name, options, its dropped flag, its catalog record) and
-//! the operations whose work differs by kind (point reads, flush, manual
-//! compaction, shape, statistics, verify, the whole-state record) are
-//! methods here, so that the rest of `db/` branches on the kind in one
-//! place. (Still elsewhere: the commit path's per-kind steps in
-//! `write.rs`, the jobs in `work.rs`, recovery in `open.rs`.)
+//! the operations whose work differs by kind (point reads, making room for
+//! a commit, the log it still needs, flush, manual compaction, shape,
+//! statistics, verify, the whole-state record) are methods here, so that
+//! the rest of `db/` branches on the kind in one place. (Still elsewhere:
+//! applying a group and what follows its publication in `write.rs`, the
+//! jobs in `work.rs`, recovery in `open.rs`.)
 //!
 //! Thread-safety: a `Core` is two `Arc`s' worth of handle; the tables
 //! behind it are `Send + Sync` and guard their own state.
@@ -170,6 +171,37 @@ impl Core {
         match self {
             Core::Lsm(t) => stats::table_stats(t),
             Core::Btree(t) => stats::btree_stats(t),
+        }
+    }
+
+    /// Gets the table ready for a commit group that writes to it: an LSM
+    /// table makes room in its memtable (freezing a full one, and waiting
+    /// under backpressure: `write::make_room`); a B-tree table checks that
+    /// no earlier failure stopped it (which poisons the database).
+    pub(crate) fn make_room(&self, db: &Arc<DbInner>) -> Result<()> {
+        match self {
+            Core::Lsm(t) => super::write::make_room(db, t),
+            Core::Btree(t) => t.check_failed().inspect_err(|e| {
+                db.poison(format!("table {:?}: {e}", t.name));
+            }),
+        }
+    }
+
+    /// The oldest seqno of the log the table still needs: every entry below
+    /// it is in the table's files. `visible` is the visible seqno, read
+    /// before: every entry up to it is in a memtable or the tree. A B-tree
+    /// table also learns that its pages hold everything up to `visible`
+    /// (`mark_clean_upto`).
+    pub(crate) fn log_needed_from(&self, visible: u64) -> u64 {
+        match self {
+            Core::Lsm(t) => t
+                .super_version()
+                .oldest_unflushed_seqno()
+                .unwrap_or(visible + 1),
+            Core::Btree(t) => {
+                t.mark_clean_upto(visible);
+                t.persisted_seqno.load(Ordering::Acquire) + 1
+            }
         }
     }
 

@@ -12,7 +12,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::DbInner;
+use super::{Core, DbInner};
 use crate::error::Result;
 use crate::file_names::wal_name;
 use crate::wal::writer::LogWriter;
@@ -93,17 +93,11 @@ pub(crate) fn delete_obsolete(db: &DbInner) {
     // Read the visible seqno first: every entry up to it is in some memtable
     // (or already flushed), so the memtables' first seqnos below bound it.
     let visible = db.visible_seqno.load(Ordering::Acquire);
-    let tables = db.lsm_tables();
-    let mut keep_from = visible + 1;
-    for t in &tables {
-        if let Some(s) = t.super_version().oldest_unflushed_seqno() {
-            keep_from = keep_from.min(s);
-        }
-    }
-    for t in db.btrees() {
-        t.mark_clean_upto(visible);
-        keep_from = keep_from.min(t.persisted_seqno.load(Ordering::Acquire) + 1);
-    }
+    let tables: Vec<Core> = db.vs.lock().tables.values().cloned().collect();
+    let keep_from = tables
+        .iter()
+        .map(|t| t.log_needed_from(visible))
+        .fold(visible + 1, u64::min);
     let obsolete: Vec<u64> = {
         let mut wal = db.wal.lock();
         let (gone, kept): (Vec<_>, Vec<_>) =

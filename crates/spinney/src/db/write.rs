@@ -152,33 +152,23 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         return (results, Vec::new());
     }
 
-    // Make room in every table the group writes to.
-    let mut tables: Vec<Arc<LsmTable>> = Vec::new();
-    let mut btrees: Vec<Arc<BtreeTable>> = Vec::new();
+    // Make room in every table the group writes to, B-tree tables first
+    // (a failed one poisons the database before any writer waits for room).
+    let mut cores: Vec<&Core> = Vec::new();
     for (b, r) in batches.iter().zip(&results) {
         if let (Some(b), Ok(())) = (b, r) {
             for t in &b.tables {
-                match t {
-                    Core::Lsm(t) if !tables.iter().any(|x| x.id == t.id) => {
-                        tables.push(Arc::clone(t));
-                    }
-                    Core::Btree(t) if !btrees.iter().any(|x| x.id == t.id) => {
-                        btrees.push(Arc::clone(t));
-                    }
-                    _ => {}
+                if !cores.iter().any(|x| x.id() == t.id()) {
+                    cores.push(t);
                 }
             }
         }
     }
-    for t in &btrees {
-        if let Err(e) = t.check_failed() {
-            db.poison(format!("table {:?}: {e}", t.name));
-            fail_all(&mut results, &e);
-            return (results, tables);
-        }
-    }
-    for t in &tables {
-        if let Err(e) = make_room(db, t) {
+    cores.sort_by_key(|t| t.lsm().is_some());
+    let tables: Vec<Arc<LsmTable>> = cores.iter().filter_map(|t| t.lsm()).cloned().collect();
+    let btrees: Vec<Arc<BtreeTable>> = cores.iter().filter_map(|t| t.btree()).cloned().collect();
+    for t in &cores {
+        if let Err(e) = t.make_room(db) {
             fail_all(&mut results, &e);
             return (results, tables);
         }
@@ -315,7 +305,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
 /// background work while it is past a stop threshold. A writer that must
 /// wait first tries to run the job it waits for itself, and does not wait
 /// when the table has no job to run or running.
-fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
+pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
     let bp = &db.options.backpressure;
     let mut slowed = false;
     let mut stopped: Option<Instant> = None;
