@@ -58,7 +58,7 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
             }
             Ok(())
         })
-    } else if name.starts_with("MANIFEST-") {
+    } else if name.starts_with(crate::file_names::MANIFEST_PREFIX) {
         writeln!(out, "manifest {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {
             let edit = VersionEdit::decode(data).map_err(|e| e.corruption(path, offset))?;

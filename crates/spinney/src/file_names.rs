@@ -24,9 +24,12 @@ pub(crate) fn wal_name(number: u64) -> String {
     format!("{number:06}.wal")
 }
 
+/// What every manifest's name begins with.
+pub(crate) const MANIFEST_PREFIX: &str = "MANIFEST-";
+
 /// The name of the manifest with file number `number`.
 pub(crate) fn manifest_name(number: u64) -> String {
-    format!("MANIFEST-{number:06}")
+    format!("{MANIFEST_PREFIX}{number:06}")
 }
 
 /// The name of the file of B-tree table `table_id`.

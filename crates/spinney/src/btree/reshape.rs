@@ -548,6 +548,24 @@ fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
     c.get(start..start + klen).unwrap_or(&[])
 }
 
+/// The bytes a page spends on `cells` (each cell and its 2-byte slot)
+/// before each position: `cells.len() + 1` sums, from 0 to the total.
+fn bytes_before(cells: &[Vec<u8>]) -> Vec<usize> {
+    let mut before = Vec::with_capacity(cells.len() + 1);
+    before.push(0usize);
+    for c in cells {
+        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
+    }
+    before
+}
+
+/// Whether the leaf cells at `i - 1` and `i` (`0 < i < cells.len()`) hold
+/// different user keys: a place a leaf may be cut without splitting one
+/// key's versions.
+fn user_key_changes_at(cells: &[Vec<u8>], i: usize) -> bool {
+    key::user_key(cell_key(&cells[i - 1], true)) != key::user_key(cell_key(&cells[i], true))
+}
+
 /// Where to split a leaf's cells: near half of the bytes, at a change of
 /// user key if there is one, so that a key's versions stay in one leaf.
 /// When the new cell is the last one (`append`: keys arriving in order),
@@ -575,23 +593,13 @@ fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
     // `page::rebuild` would silently drop the cells that do not fit (a
     // key's many versions, pinned by snapshots or written in one batch,
     // lost versions that way): such a boundary is not taken.
-    let mut before = Vec::with_capacity(cells.len() + 1);
-    before.push(0usize);
-    for c in cells {
-        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
-    }
+    let before = bytes_before(cells);
     let all = before.last().copied().unwrap_or(0);
     let fits = |i: usize| {
         let left = before.get(i).copied().unwrap_or(all);
         left <= room && all - left <= room
     };
-    let boundary = |i: usize| {
-        i > 0
-            && i < cells.len()
-            && key::user_key(cell_key(&cells[i - 1], true))
-                != key::user_key(cell_key(&cells[i], true))
-            && fits(i)
-    };
+    let boundary = |i: usize| i > 0 && i < cells.len() && user_key_changes_at(cells, i) && fits(i);
     for d in 0..cells.len() {
         if boundary(mid + d) {
             return mid + d;
@@ -613,15 +621,8 @@ fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
 /// page of live data one write from full is not split and packed again by
 /// every write to it.
 fn pack(cells: &[Vec<u8>], room: usize, pages: usize) -> Option<Vec<usize>> {
-    let mut before = Vec::with_capacity(cells.len() + 1);
-    before.push(0usize);
-    for c in cells {
-        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
-    }
+    let before = bytes_before(cells);
     let total = before.last().copied().unwrap_or(0);
-    let key_change = |i: usize| {
-        key::user_key(cell_key(&cells[i - 1], true)) != key::user_key(cell_key(&cells[i], true))
-    };
     let mut cuts = vec![0usize];
     if cells.len() >= 2 && total <= room && total > room / 16 * 15 {
         let half = before
@@ -638,7 +639,7 @@ fn pack(cells: &[Vec<u8>], room: usize, pages: usize) -> Option<Vec<usize>> {
             }
             let cut = (i.saturating_sub(4).max(start + 1)..=i)
                 .rev()
-                .find(|&j| key_change(j))
+                .find(|&j| user_key_changes_at(cells, j))
                 .unwrap_or(i);
             cuts.push(cut);
             start = cut;

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use super::{Core, DbInner};
 use crate::error::Result;
-use crate::file_names::{manifest_name, parse_numbered};
+use crate::file_names::{manifest_name, parse_numbered, MANIFEST_PREFIX};
 use crate::fs::Fs;
 
 /// Deletes, at open, every file of the database the recovered state does
@@ -38,7 +38,7 @@ pub(super) fn remove_garbage_at_open(
             (Some(n), _) => !live_ssts.contains(&n),
             (_, Some(n)) => n < wal_number,
             _ if parse_numbered(&name, "btree").is_some() => !live_btrees.contains(&name),
-            _ => name.starts_with("MANIFEST-") && name != manifest_name(manifest_number),
+            _ => name.starts_with(MANIFEST_PREFIX) && name != manifest_name(manifest_number),
         };
         if garbage {
             let _ = fs.remove(&dir.join(&name));

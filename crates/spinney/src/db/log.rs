@@ -55,8 +55,7 @@ impl Wal {
 /// Closes the current segment (synced, so that only the newest segment can
 /// ever have a torn tail) and starts the next.
 pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
-    wal.writer.sync()?;
-    wal.synced_seqno = wal.last_seqno;
+    wal.sync_all()?;
     let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
     let file = db.fs.create(&db.path(&wal_name(number)))?;
     db.fs.sync_dir(&db.dir)?;

@@ -207,8 +207,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
             wal.last_seqno = seqno;
             match durability {
                 Durability::Full => {
-                    wal.writer.sync()?;
-                    wal.synced_seqno = seqno;
+                    wal.sync_all()?;
                     db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
                 }
                 Durability::Normal => {
