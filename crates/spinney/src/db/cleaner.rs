@@ -21,24 +21,26 @@ use crate::file_names::{manifest_name, parse_numbered, MANIFEST_PREFIX};
 use crate::fs::Fs;
 
 /// Deletes, at open, every file of the database the recovered state does
-/// not name: SSTs not in `live_ssts`, log segments before `wal_number`,
-/// B-tree files not in `live_btrees`, and manifests other than
+/// not name: table files (SSTs and B-tree files) not in `live`, log
+/// segments before `wal_number`, and manifests other than
 /// `manifest_number`. Files that are not the database's are left alone; a
 /// failed removal is left for the next open.
 pub(super) fn remove_garbage_at_open(
     fs: &dyn Fs,
     dir: &Path,
-    live_ssts: &HashSet<u64>,
-    live_btrees: &HashSet<String>,
+    live: &HashSet<String>,
     wal_number: u64,
     manifest_number: u64,
 ) -> Result<()> {
     for name in fs.list(dir)? {
-        let garbage = match (parse_numbered(&name, "sst"), parse_numbered(&name, "wal")) {
-            (Some(n), _) => !live_ssts.contains(&n),
-            (_, Some(n)) => n < wal_number,
-            _ if parse_numbered(&name, "btree").is_some() => !live_btrees.contains(&name),
-            _ => name.starts_with(MANIFEST_PREFIX) && name != manifest_name(manifest_number),
+        let table_file =
+            parse_numbered(&name, "sst").is_some() || parse_numbered(&name, "btree").is_some();
+        let garbage = if table_file {
+            !live.contains(&name)
+        } else if let Some(n) = parse_numbered(&name, "wal") {
+            n < wal_number
+        } else {
+            name.starts_with(MANIFEST_PREFIX) && name != manifest_name(manifest_number)
         };
         if garbage {
             let _ = fs.remove(&dir.join(&name));

@@ -1,26 +1,38 @@
 //! `Core`: a table of either kind, as the catalog holds it. What every
 //! table has (id, name, options, its dropped flag, its catalog record) and
-//! the operations whose work differs by kind (point reads, making room for
-//! a commit, the log it still needs, flush, manual compaction, shape,
-//! statistics, verify, the whole-state record) are methods here, so that
-//! the rest of `db/` branches on the kind in one place. (Still elsewhere:
-//! applying a group and what follows its publication in `write.rs`, the
-//! jobs in `work.rs`, recovery in `open.rs`.)
+//! the operations whose work differs by kind (opening it at recovery and
+//! persisting what the log replayed into it, making room for a commit,
+//! applying entries and what follows publication (`Applier`), point reads,
+//! the log it still needs, its files, whether work is due, flush, manual
+//! compaction, shape, statistics, verify, the whole-state record) are
+//! methods here, so that the rest of `db/` branches on the kind in one
+//! place. The scheduler (`work.rs`) still knows the kinds of job (flush,
+//! compaction, checkpoint): ranking them across tables is its policy.
 //!
 //! Thread-safety: a `Core` is two `Arc`s' worth of handle; the tables
 //! behind it are `Send + Sync` and guard their own state.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use parking_lot::MutexGuard;
+
+use super::open::TableState;
 use super::snapshot::Snapshot;
 use super::stats::{self, Shape, TableStats};
 use super::{work, DbInner};
-use crate::btree::{BtreeTable, Lookup};
-use crate::error::Result;
-use crate::lsm::table::LsmTable;
+use crate::btree::{BtreeTable, Lookup, TreeState};
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::file_names::{btree_name, sst_name};
+use crate::fs::Fs;
+use crate::lsm::table::{file_record, write_memtable, LsmTable, Mem};
+use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{TableRecord, VersionEdit};
-use crate::options::TableOptions;
+use crate::mvcc::key::Kind;
+use crate::mvcc::Horizon;
+use crate::options::{TableKind, TableOptions};
 
 /// A table of either kind.
 #[derive(Clone)]
@@ -30,6 +42,173 @@ pub(crate) enum Core {
 }
 
 impl Core {
+    /// Opens a table the manifest records, at recovery: an LSM table over
+    /// its recorded files (`manifest` names the manifest, for a corruption
+    /// report), a B-tree table at its file's newest valid checkpoint (one
+    /// older than recorded is accepted only while the log from `log_start`
+    /// covers the gap). `next_file_number` hands out the B-tree's cache
+    /// owner number.
+    pub(super) fn open_recovered(
+        fs: &Arc<dyn Fs>,
+        dir: &Path,
+        cache: &Arc<Cache>,
+        t: &TableState,
+        next_file_number: &mut u64,
+        log_start: u64,
+        manifest: &Path,
+    ) -> Result<Core> {
+        if t.record.options.kind == TableKind::Btree {
+            let owner = *next_file_number;
+            *next_file_number += 1;
+            let table = BtreeTable::open(
+                &**fs,
+                dir,
+                t.record.id,
+                t.record.name.clone(),
+                t.record.options.clone(),
+                Arc::clone(cache),
+                owner,
+                t.checkpoint_generation,
+                log_start,
+            )?;
+            return Ok(Core::Btree(Arc::new(table)));
+        }
+        let mut version = Version::empty();
+        for (level, files) in t.levels.iter().enumerate() {
+            let mut metas: Vec<Arc<FileMeta>> = files
+                .values()
+                .map(|r| {
+                    Arc::new(FileMeta::new(
+                        r.clone(),
+                        dir.join(sst_name(r.number)),
+                        Arc::clone(fs),
+                        Arc::clone(cache),
+                    ))
+                })
+                .collect();
+            if level == 0 {
+                metas.sort_by_key(|m| std::cmp::Reverse(m.record.seqno_max));
+            } else {
+                metas.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+            }
+            if let Some(l) = version.levels.get_mut(level) {
+                *l = metas;
+            }
+        }
+        if let Err(detail) = version.check() {
+            return Err(Error::corruption(
+                manifest,
+                0,
+                format!("table {:?}: {detail}", t.record.name),
+            ));
+        }
+        Ok(Core::Lsm(Arc::new(LsmTable::new(
+            t.record.id,
+            t.record.name.clone(),
+            t.record.options.clone(),
+            version,
+            t.persisted_seqno,
+        ))))
+    }
+
+    /// Makes durable what recovery replayed into the table, which then
+    /// holds everything up to `last_seqno` in its files: an LSM table
+    /// writes its memtables to L0 SSTs (numbered from `next_file_number`,
+    /// synced; the caller syncs the directory), a B-tree table checkpoints.
+    pub(crate) fn persist_recovered(
+        &self,
+        fs: &Arc<dyn Fs>,
+        dir: &Path,
+        cache: &Arc<Cache>,
+        last_seqno: u64,
+        next_file_number: &mut u64,
+    ) -> Result<()> {
+        match self {
+            Core::Lsm(t) => {
+                t.freeze_memtable();
+                let sv = t.super_version();
+                let mut version = (*sv.version).clone();
+                for imm in &sv.imms {
+                    let out = write_memtable(imm, &t.sst_options(), &mut || {
+                        let n = *next_file_number;
+                        *next_file_number += 1;
+                        Ok((n, fs.create(&dir.join(sst_name(n)))?))
+                    })?;
+                    for (number, info) in &out.files {
+                        let meta = FileMeta::new(
+                            file_record(*number, info),
+                            dir.join(sst_name(*number)),
+                            Arc::clone(fs),
+                            Arc::clone(cache),
+                        );
+                        if let Some(l0) = version.levels.get_mut(0) {
+                            l0.insert(0, Arc::new(meta));
+                        }
+                    }
+                }
+                t.install(version, sv.imms.len());
+                t.persisted_seqno.store(last_seqno, Ordering::Release);
+                Ok(())
+            }
+            // The log being replayed is durable already; the manifest
+            // started after recovery records the generation.
+            Core::Btree(t) => t
+                .checkpoint(|| ((), last_seqno, 0), |_| Ok(()), |_| Ok(()))
+                .map(|_| ()),
+        }
+    }
+
+    /// The names of the table's files in the database directory now.
+    pub(crate) fn file_names(&self) -> Vec<String> {
+        match self {
+            Core::Lsm(t) => t
+                .super_version()
+                .version
+                .files()
+                .map(|f| sst_name(f.record.number))
+                .collect(),
+            Core::Btree(t) => vec![btree_name(t.id)],
+        }
+    }
+
+    /// Starts applying entries to the table, in seqno order: for one commit
+    /// group (room was made, and the caller holds the commit lock), or for
+    /// the log at recovery (`recovering`: entries the table persisted
+    /// already are skipped, and a full memtable is frozen on the way).
+    pub(crate) fn applier(&self, recovering: bool) -> Applier<'_> {
+        match self {
+            Core::Lsm(t) => Applier::Lsm {
+                table: t,
+                mem: t.active_mem(),
+                skip_upto: if recovering {
+                    t.persisted_seqno.load(Ordering::Acquire)
+                } else {
+                    0
+                },
+                recovering,
+            },
+            Core::Btree(t) => Applier::Btree {
+                table: t,
+                skip_upto: if recovering {
+                    t.persisted_seqno.load(Ordering::Acquire)
+                } else {
+                    0
+                },
+                tree: t.writer(),
+            },
+        }
+    }
+
+    /// Whether the table has background work waiting to be picked: frozen
+    /// memtables to flush (LSM), or a checkpoint that fell due (B-tree).
+    /// Compactions are not counted: they are picked by score.
+    pub(crate) fn work_due(&self, db: &DbInner) -> bool {
+        match self {
+            Core::Lsm(t) => !t.super_version().imms.is_empty(),
+            Core::Btree(t) => work::checkpoint_due(db, t),
+        }
+    }
+
     pub(crate) fn id(&self) -> u32 {
         match self {
             Core::Lsm(t) => t.id,
@@ -210,6 +389,107 @@ impl Core {
         match self {
             Core::Lsm(t) => work::verify_lsm(db, t),
             Core::Btree(t) => crate::btree::verify::verify(t),
+        }
+    }
+}
+
+/// One table's side of applying entries (`Core::applier`): the memtable
+/// they go into, or the tree's writer state, held until the applier is
+/// dropped.
+pub(crate) enum Applier<'a> {
+    Lsm {
+        table: &'a LsmTable,
+        mem: Arc<Mem>,
+        skip_upto: u64,
+        recovering: bool,
+    },
+    Btree {
+        table: &'a BtreeTable,
+        skip_upto: u64,
+        tree: MutexGuard<'a, TreeState>,
+    },
+}
+
+impl Applier<'_> {
+    /// The table's name, for errors.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Applier::Lsm { table, .. } => &table.name,
+            Applier::Btree { table, .. } => &table.name,
+        }
+    }
+
+    /// Whether `apply` needs the horizon (a B-tree prunes the versions no
+    /// reader needs as it writes a leaf; a memtable keeps every version).
+    pub(crate) fn needs_horizon(&self) -> bool {
+        matches!(self, Applier::Btree { .. })
+    }
+
+    /// Applies one entry. An LSM table cannot fail here; a B-tree table's
+    /// failure marks it failed (see `BtreeTable::apply`).
+    pub(crate) fn apply(
+        &mut self,
+        seqno: u64,
+        kind: Kind,
+        key: &[u8],
+        value: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        match self {
+            Applier::Lsm {
+                table,
+                mem,
+                skip_upto,
+                recovering,
+            } => {
+                if seqno <= *skip_upto {
+                    return Ok(());
+                }
+                if *recovering && mem.table.approximate_bytes() >= table.options.write_buffer_size {
+                    table.freeze_memtable();
+                    *mem = table.active_mem();
+                }
+                mem.add(seqno, kind, key, value);
+                Ok(())
+            }
+            Applier::Btree {
+                table,
+                skip_upto,
+                tree,
+            } => {
+                if seqno <= *skip_upto {
+                    return Ok(());
+                }
+                table.apply(tree, seqno, kind, key, value, horizon)
+            }
+        }
+    }
+
+    /// Whether `tidy` has work: a B-tree leaf the group split to hold
+    /// versions that publishing it hid.
+    pub(crate) fn needs_tidy(&self) -> bool {
+        match self {
+            Applier::Lsm { .. } => false,
+            Applier::Btree { tree, .. } => !tree.is_tidy(),
+        }
+    }
+
+    /// After publication: packs what the group left untidy (B-tree), under
+    /// `horizon`, taken after publishing.
+    pub(crate) fn tidy(&mut self, horizon: &Horizon) -> Result<()> {
+        match self {
+            Applier::Lsm { .. } => Ok(()),
+            Applier::Btree { table, tree, .. } => table.tidy(tree, horizon),
+        }
+    }
+
+    /// Whether applying made background work due that nothing else
+    /// announces: a B-tree checkpoint (an LSM flush is announced when
+    /// `make_room` freezes the memtable).
+    pub(crate) fn wakes_workers(&self, db: &DbInner) -> bool {
+        match self {
+            Applier::Lsm { .. } => false,
+            Applier::Btree { table, .. } => work::checkpoint_due(db, table),
         }
     }
 }

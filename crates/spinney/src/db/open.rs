@@ -29,34 +29,35 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::core::Applier;
 use super::roll::WholeState;
 use super::{cleaner, BgState, Core, Counters, DbInner, VersionSet, Wal};
-use crate::btree::{self, BtreeTable};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::file_names::{manifest_name, parse_numbered, sst_name, wal_name};
+use crate::file_names::{manifest_name, parse_numbered, wal_name};
 use crate::fs::Fs;
-use crate::lsm::table::{file_record, write_memtable, LsmTable};
-use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{
     parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
 };
 use crate::mvcc::key::SEQNO_MAX;
 use crate::mvcc::Horizon;
-use crate::options::{Options, TableKind, WalRecovery};
+use crate::options::{Options, WalRecovery};
 use crate::wal::batch::DecodedBatch;
 use crate::wal::reader::{LogReader, Read};
 use crate::wal::writer::LogWriter;
 
 const LOCK: &str = "LOCK";
 
-struct TableState {
-    record: TableRecord,
-    levels: Vec<BTreeMap<u64, FileRecord>>,
-    persisted_seqno: u64,
+/// A table as the manifest records it (`Core::open_recovered` opens it).
+pub(super) struct TableState {
+    pub(super) record: TableRecord,
+    /// An LSM table's files, by level and file number.
+    pub(super) levels: Vec<BTreeMap<u64, FileRecord>>,
+    /// An LSM table's flushed seqno.
+    pub(super) persisted_seqno: u64,
     /// A B-tree table's newest durable checkpoint generation (0: none
     /// recorded).
-    checkpoint_generation: u64,
+    pub(super) checkpoint_generation: u64,
 }
 
 #[derive(Default)]
@@ -249,73 +250,27 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     segments.sort_unstable();
     let log_start = first_logged_seqno(&*fs, dir, &segments)?.unwrap_or(state.last_seqno + 1);
 
-    // Build the tables from the manifest.
-    let mut tables: BTreeMap<String, Arc<LsmTable>> = BTreeMap::new();
-    let mut btrees: BTreeMap<String, Arc<BtreeTable>> = BTreeMap::new();
-    // (Kept apart while recovery replays into them; one catalog after.)
+    // Open the tables the manifest records.
+    let manifest_path = dir.join(manifest_name(old_manifest.unwrap_or(0)));
+    let mut catalog: BTreeMap<String, Core> = BTreeMap::new();
     for t in state.tables.values() {
-        if t.record.options.kind == TableKind::Btree {
-            let owner = state.next_file_number;
-            state.next_file_number += 1;
-            let table = BtreeTable::open(
-                &*fs,
-                dir,
-                t.record.id,
-                t.record.name.clone(),
-                t.record.options.clone(),
-                Arc::clone(&cache),
-                owner,
-                t.checkpoint_generation,
-                log_start,
-            )?;
-            btrees.insert(t.record.name.clone(), Arc::new(table));
-            continue;
-        }
-        let mut version = Version::empty();
-        for (level, files) in t.levels.iter().enumerate() {
-            let mut metas: Vec<Arc<FileMeta>> = files
-                .values()
-                .map(|r| {
-                    Arc::new(FileMeta::new(
-                        r.clone(),
-                        dir.join(sst_name(r.number)),
-                        Arc::clone(&fs),
-                        Arc::clone(&cache),
-                    ))
-                })
-                .collect();
-            if level == 0 {
-                metas.sort_by_key(|m| std::cmp::Reverse(m.record.seqno_max));
-            } else {
-                metas.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-            }
-            if let Some(l) = version.levels.get_mut(level) {
-                *l = metas;
-            }
-        }
-        if let Err(detail) = version.check() {
-            let path = dir.join(manifest_name(old_manifest.unwrap_or(0)));
-            return Err(Error::corruption(
-                path,
-                0,
-                format!("table {:?}: {detail}", t.record.name),
-            ));
-        }
-        let core = LsmTable::new(
-            t.record.id,
-            t.record.name.clone(),
-            t.record.options.clone(),
-            version,
-            t.persisted_seqno,
-        );
-        tables.insert(t.record.name.clone(), Arc::new(core));
+        let core = Core::open_recovered(
+            &fs,
+            dir,
+            &cache,
+            t,
+            &mut state.next_file_number,
+            log_start,
+            &manifest_path,
+        )?;
+        catalog.insert(t.record.name.clone(), core);
     }
 
     // Replay the log.
-    let by_id: HashMap<u32, Arc<LsmTable>> =
-        tables.values().map(|t| (t.id, Arc::clone(t))).collect();
-    let btree_by_id: HashMap<u32, Arc<BtreeTable>> =
-        btrees.values().map(|t| (t.id, Arc::clone(t))).collect();
+    let mut by_id: HashMap<u32, Applier> = catalog
+        .values()
+        .map(|t| (t.id(), t.applier(true)))
+        .collect();
     // No reader exists yet: every version but the newest may be pruned.
     let horizon = Horizon::no_readers(SEQNO_MAX);
     let mut last_seqno = state.last_seqno;
@@ -351,26 +306,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     let mut seqno = batch.seqno_first;
                     for entry in batch.entries() {
                         let entry = entry.map_err(|e| e.corruption(&path, offset))?;
-                        if let Some(t) = by_id.get(&entry.table_id) {
-                            if seqno > t.persisted_seqno.load(Ordering::Relaxed) {
-                                if t.memtable_full() {
-                                    t.freeze_memtable();
-                                }
-                                t.active_mem()
-                                    .add(seqno, entry.kind, entry.key, entry.value);
-                            }
-                        } else if let Some(t) = btree_by_id.get(&entry.table_id) {
-                            if seqno > t.persisted_seqno.load(Ordering::Relaxed) {
-                                let mut st = t.writer();
-                                t.apply(
-                                    &mut st,
-                                    seqno,
-                                    entry.kind,
-                                    entry.key,
-                                    entry.value,
-                                    &horizon,
-                                )?;
-                            }
+                        if let Some(t) = by_id.get_mut(&entry.table_id) {
+                            t.apply(seqno, entry.kind, entry.key, entry.value, &horizon)?;
                         }
                         seqno += 1;
                     }
@@ -401,37 +338,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
 
+    drop(by_id);
+
     // Persist what the log held, so the old segments can go.
     let mut next_file_number = state.next_file_number;
-    for t in tables.values() {
-        t.freeze_memtable();
-        let sv = t.super_version();
-        let mut version = (*sv.version).clone();
-        for imm in &sv.imms {
-            let out = write_memtable(imm, &t.sst_options(), &mut || {
-                let n = next_file_number;
-                next_file_number += 1;
-                Ok((n, fs.create(&dir.join(sst_name(n)))?))
-            })?;
-            for (number, info) in &out.files {
-                let meta = FileMeta::new(
-                    file_record(*number, info),
-                    dir.join(sst_name(*number)),
-                    Arc::clone(&fs),
-                    Arc::clone(&cache),
-                );
-                if let Some(l0) = version.levels.get_mut(0) {
-                    l0.insert(0, Arc::new(meta));
-                }
-            }
-        }
-        t.install(version, sv.imms.len());
-        t.persisted_seqno.store(last_seqno, Ordering::Release);
-    }
-    for t in btrees.values() {
-        // The log being replayed is durable already.
-        // The manifest started below records its generation.
-        t.checkpoint(|| ((), last_seqno, 0), |_| Ok(()), |_| Ok(()))?;
+    for t in catalog.values() {
+        t.persist_recovered(&fs, dir, &cache, last_seqno, &mut next_file_number)?;
     }
     fs.sync_dir(dir)?;
 
@@ -440,15 +352,6 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let manifest_number = next_file_number;
     let wal_number = next_file_number + 1;
     next_file_number += 2;
-    let catalog: BTreeMap<String, Core> = tables
-        .iter()
-        .map(|(name, t)| (name.clone(), Core::Lsm(Arc::clone(t))))
-        .chain(
-            btrees
-                .iter()
-                .map(|(name, t)| (name.clone(), Core::Btree(Arc::clone(t)))),
-        )
-        .collect();
     let snapshot = WholeState {
         tables: &catalog,
         next_table_id: state.next_table_id,
@@ -464,21 +367,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     fs.sync_dir(dir)?;
 
     // The old manifest, old segments and unreferenced SSTs are garbage now.
-    let live: HashSet<u64> = tables
-        .values()
-        .flat_map(|t| {
-            t.super_version()
-                .version
-                .files()
-                .map(|f| f.record.number)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let live_btrees: HashSet<String> = btrees.values().map(|t| btree::file_name(t.id)).collect();
-    cleaner::remove_garbage_at_open(&*fs, dir, &live, &live_btrees, wal_number, manifest_number)?;
+    let live: HashSet<String> = catalog.values().flat_map(Core::file_names).collect();
+    cleaner::remove_garbage_at_open(&*fs, dir, &live, wal_number, manifest_number)?;
 
-    let live_versions = tables
+    let live_versions = catalog
         .values()
+        .filter_map(Core::lsm)
         .map(|t| Arc::downgrade(&t.super_version().version))
         .collect();
     let vs = VersionSet {

@@ -247,10 +247,12 @@ pub(crate) fn work(db: &DbInner, budget: u64) -> Result<WorkDone> {
 /// bytes, so that a writer is not kept working for as long as other
 /// writers make more work; the rest is done after a later commit (and
 /// backpressure makes sure it is).
-pub(crate) fn autowork(db: &DbInner, tables: &[Arc<LsmTable>]) -> Result<()> {
-    if tables.iter().all(|t| t.super_version().imms.is_empty())
-        && !db.btrees().iter().any(|t| checkpoint_due(db, t))
-    {
+pub(crate) fn autowork(db: &DbInner, written: &[Core]) -> Result<()> {
+    // A flush falls due only in a table the commit wrote to; a checkpoint
+    // in any B-tree table that changed, as the log grows.
+    let due =
+        written.iter().any(|t| t.work_due(db)) || db.btrees().iter().any(|t| checkpoint_due(db, t));
+    if !due {
         return Ok(());
     }
     work(db, AUTOWORK_BUDGET).map(|_| ())

@@ -16,11 +16,11 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::core::Applier;
 use super::{log, work, Core, DbInner};
 use crate::batch::WriteBatch;
-use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
-use crate::lsm::table::{LsmTable, Mem};
+use crate::lsm::table::LsmTable;
 use crate::mvcc::Horizon;
 use crate::options::{Durability, WriteOptions};
 
@@ -129,7 +129,7 @@ pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions)
 }
 
 /// Commits `group`; returns one result per writer, and the tables written.
-fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, Vec<Arc<LsmTable>>) {
+fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, Vec<Core>) {
     let mut batches: Vec<Option<WriteBatch>> =
         group.iter().map(|w| w.batch.lock().take()).collect();
     let mut results: Vec<Result<()>> = Vec::with_capacity(group.len());
@@ -165,8 +165,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         }
     }
     cores.sort_by_key(|t| t.lsm().is_some());
-    let tables: Vec<Arc<LsmTable>> = cores.iter().filter_map(|t| t.lsm()).cloned().collect();
-    let btrees: Vec<Arc<BtreeTable>> = cores.iter().filter_map(|t| t.btree()).cloned().collect();
+    let tables: Vec<Core> = cores.iter().map(|&t| t.clone()).collect();
     for t in &cores {
         if let Err(e) = t.make_room(db) {
             fail_all(&mut results, &e);
@@ -228,15 +227,15 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         }
     }
 
-    // Apply to the memtables, then publish. Room was made above, so no
+    // Apply to the tables, then publish. Room was made above, so no
     // memtable is frozen while the group is applied.
-    let mems: Vec<(u32, Arc<Mem>)> = tables.iter().map(|t| (t.id, t.active_mem())).collect();
-    let horizon = if btrees.is_empty() {
-        Horizon::default()
-    } else {
+    let mut appliers: Vec<(u32, Applier)> =
+        tables.iter().map(|t| (t.id(), t.applier(false))).collect();
+    let horizon = if appliers.iter().any(|(_, a)| a.needs_horizon()) {
         db.horizon()
+    } else {
+        Horizon::default()
     };
-    let mut writers: Vec<_> = btrees.iter().map(|t| (t.id, t, t.writer())).collect();
     let mut s = first_seqno;
     let mut applied = Ok(());
     'batches: for (b, r) in batches.iter().zip(&results) {
@@ -244,12 +243,8 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         for entry in b.rep.entries() {
             // The batch was encoded by this process; decoding it cannot fail.
             let Ok(entry) = entry else { break };
-            if let Some((_, mem)) = mems.iter().find(|(id, _)| *id == entry.table_id) {
-                mem.add(s, entry.kind, entry.key, entry.value);
-            } else if let Some((_, t, st)) =
-                writers.iter_mut().find(|(id, _, _)| *id == entry.table_id)
-            {
-                applied = t.apply(st, s, entry.kind, entry.key, entry.value, &horizon);
+            if let Some((_, a)) = appliers.iter_mut().find(|(id, _)| *id == entry.table_id) {
+                applied = a.apply(s, entry.kind, entry.key, entry.value, &horizon);
                 if applied.is_err() {
                     break 'batches;
                 }
@@ -257,14 +252,8 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
             s += 1;
         }
     }
-    // Wake the workers for a checkpoint that fell due (nothing else wakes
-    // them in a database of B-tree tables only). A wake-up lost to a worker
-    // about to wait is repeated by the next commit while the checkpoint
-    // stays due.
-    if db.options.background_threads > 0 && btrees.iter().any(|t| work::checkpoint_due(db, t)) {
-        db.bg_work.notify_all();
-    }
     if let Err(e) = applied {
+        drop(appliers);
         // The log holds the group; the tables may hold part of it. Reads
         // never see it (it is not published), and the next open replays it.
         db.poison(format!("applying a batch to a B-tree table failed: {e}"));
@@ -277,20 +266,27 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     // Pack the leaves the group split to hold versions that publishing it
     // has hidden (a leaf rewritten whole in one group), with the tree locks
     // taken to apply it.
-    if writers.iter().any(|(_, _, st)| !st.is_tidy()) {
+    if appliers.iter().any(|(_, a)| a.needs_tidy()) {
         // This leader published `seqno` and holds the commit lock: the
         // horizon's visible seqno is `seqno`.
         let horizon = db.horizon();
-        for (_, t, st) in &mut writers {
-            if let Err(e) = t.tidy(st, &horizon) {
+        for (_, a) in &mut appliers {
+            if let Err(e) = a.tidy(&horizon) {
                 // The group is published and in the log; the table is
                 // marked failed, so later writes are refused and reopening
                 // replays the log over its durable image.
-                db.poison(format!("table {:?}: {e}", t.name));
+                db.poison(format!("table {:?}: {e}", a.name()));
             }
         }
     }
-    drop(writers);
+    // Wake the workers for a checkpoint that fell due (nothing else wakes
+    // them in a database of B-tree tables only). A wake-up lost to a worker
+    // about to wait is repeated by the next commit while the checkpoint
+    // stays due.
+    if db.options.background_threads > 0 && appliers.iter().any(|(_, a)| a.wakes_workers(db)) {
+        db.bg_work.notify_all();
+    }
+    drop(appliers);
     db.counters.commit_groups.fetch_add(1, Ordering::Relaxed);
     db.counters.commits.fetch_add(
         results.iter().filter(|r| r.is_ok()).count() as u64,

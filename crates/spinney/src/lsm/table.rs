@@ -158,11 +158,6 @@ impl LsmTable {
         Arc::clone(&self.sv.lock().mem)
     }
 
-    /// True when the active memtable has reached the write buffer size.
-    pub(crate) fn memtable_full(&self) -> bool {
-        self.sv.lock().mem.table.approximate_bytes() >= self.options.write_buffer_size
-    }
-
     /// Freezes the active memtable (if it holds anything) and starts a new one.
     /// Only the commit leader (or a caller holding back all writers) calls it.
     pub(crate) fn freeze_memtable(&self) -> bool {
