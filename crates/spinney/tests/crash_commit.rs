@@ -581,6 +581,76 @@ fn enospc_in_a_commit_makes_the_database_read_only_and_loses_nothing_acknowledge
     }
 }
 
+#[test]
+fn an_io_error_creating_a_btree_table_refuses_the_create_and_nothing_else() {
+    // Goal: creating a B-tree table writes its file before the manifest
+    // names it. An EIO at any of those operations fails the create, but
+    // nothing durable names the table: the database stays writable, the
+    // same name can be created again, no file is left over, and both
+    // survive a crash and a reopen.
+    // Method: count the create's mutating operations, then fail each in
+    // turn; retry, write, crash (unsynced writes lost), reopen, read.
+    let span = {
+        let fs = FaultFs::new();
+        let db = Db::open(DB, options(&fs, Durability::Full)).expect("open");
+        let start = fs.mutating_ops();
+        db.create_table("bt", common::btree_table())
+            .expect("create");
+        fs.mutating_ops() - start
+    };
+    assert!(span >= 3, "creating a B-tree table took {span} operations");
+    let mut refused = 0;
+    for k in 0..span {
+        let ctx = format!("EIO at op {k} of a B-tree table's create of {span}");
+        let fs = FaultFs::new();
+        let opts = options(&fs, Durability::Full);
+        let db = Db::open(DB, opts.clone()).expect("open");
+        let lsm = db.create_table("lsm", lsm_table()).expect("lsm table");
+        fs.inject(k, FaultKind::Eio);
+        match db.create_table("bt", common::btree_table()) {
+            Err(Error::Io { .. }) => {}
+            Err(other) => panic!("{ctx}: the failing create returned {other}"),
+            Ok(_) => panic!("{ctx}: the create succeeded past the fault"),
+        }
+        if lsm.put(b"k", b"v").is_err() {
+            // The fault hit the manifest (its append or sync): the catalog
+            // on disk is unknown, and the database refuses writes.
+            continue;
+        }
+        let btree_files = |fs: &FaultFs| {
+            fs.files()
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "btree"))
+                .count()
+        };
+        assert_eq!(btree_files(&fs), 0, "{ctx}: a refused create left its file");
+        refused += 1;
+        let bt = db
+            .create_table("bt", common::btree_table())
+            .unwrap_or_else(|e| panic!("{ctx}: create again: {e}"));
+        bt.put(b"a", b"1")
+            .unwrap_or_else(|e| panic!("{ctx}: put: {e}"));
+        assert_eq!(btree_files(&fs), 1, "{ctx}: {:?}", fs.files());
+        drop_within_seconds(db, vec![lsm, bt], &ctx);
+        fs.crash(None);
+        let db = Db::open(DB, opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        let bt = db
+            .table("bt")
+            .unwrap_or_else(|e| panic!("{ctx}: table: {e}"));
+        assert_eq!(bt.get(b"a").expect("get"), Some(b"1".to_vec()), "{ctx}");
+        assert_eq!(
+            db.table("lsm").expect("lsm").get(b"k").expect("get"),
+            Some(b"v".to_vec()),
+            "{ctx}"
+        );
+        db.verify().unwrap_or_else(|e| panic!("{ctx}: verify: {e}"));
+    }
+    assert!(
+        refused >= 2,
+        "only {refused} of {span} faults failed the create before the manifest"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The baseline: the same plans without a fault.
 

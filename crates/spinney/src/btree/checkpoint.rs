@@ -58,6 +58,11 @@ impl BtreeTable {
         seqno: u64,
     ) -> Result<()> {
         let path = dir.join(file_name(id));
+        // A file of this id can only be what a failed create left (the id
+        // is the catalog's next, which no table holds): start it afresh.
+        if fs.exists(&path)? {
+            fs.remove(&path)?;
+        }
         let file = fs.open_paged(&path, true)?;
         let c = Checkpoint {
             generation: 1,

@@ -44,6 +44,7 @@ use crate::batch::WriteBatch;
 use crate::btree::BtreeTable;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
+use crate::file_names::btree_name;
 use crate::fs::{FileLock, Fs};
 use crate::limits;
 use crate::lsm::table::LsmTable;
@@ -334,8 +335,15 @@ impl Db {
         if options.kind == TableKind::Btree {
             // The file first (synced, and its directory entry): a crash
             // before the manifest names it leaves an orphan that open removes.
-            BtreeTable::create_file(&*inner.fs, &inner.dir, id, &options, flushed)?;
-            inner.fs.sync_dir(&inner.dir)?;
+            let made = BtreeTable::create_file(&*inner.fs, &inner.dir, id, &options, flushed)
+                .and_then(|()| inner.fs.sync_dir(&inner.dir));
+            if let Err(e) = made {
+                // Nothing names the file: the database is as it was and
+                // stays writable, as after any refused create. What was
+                // made of the file goes now (or at the next open).
+                let _ = inner.fs.remove(&inner.path(&btree_name(id)));
+                return Err(e);
+            }
         }
         let edit = VersionEdit {
             next_table_id: Some(id + 1),
