@@ -25,11 +25,15 @@
 //! thread that never drains (an LSM read) cannot push the cache further over.
 //!
 //! Thread-safety: 16 shards, each behind its own mutex; lookups of different
-//! entries rarely contend. The handed-back list has its own mutex, never
+//! entries rarely contend. A lookup touches only its shard: one hash of the
+//! key (foldhash, not the std's SipHash: keys are the engine's own numbers,
+//! not an attacker's) picks the shard, and the hit and miss counters live
+//! in the shard, so that readers on different cores share no counter. The handed-back list has its own mutex, never
 //! held while a shard's is taken. No I/O happens under either.
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -116,8 +120,6 @@ pub(crate) struct Cache {
     usage: AtomicU64,
     /// The shard the next eviction starts in.
     hand: AtomicUsize,
-    hits: AtomicU64,
-    misses: AtomicU64,
     evictions: AtomicU64,
     /// Dirty entries handed back, waiting for their owner to write them.
     handed_back: Mutex<Vec<HandedBack>>,
@@ -134,12 +136,18 @@ impl std::fmt::Debug for Cache {
     }
 }
 
+/// The map's hasher: foldhash with a fixed seed (the keys are file and
+/// page numbers the engine chose).
+type KeyHasher = foldhash::fast::FixedState;
+
 #[derive(Default)]
 struct Shard {
-    map: HashMap<CacheKey, usize>,
+    map: HashMap<CacheKey, usize, KeyHasher>,
     slots: Vec<Slot>,
     free: Vec<usize>,
     hand: usize,
+    hits: u64,
+    misses: u64,
 }
 
 struct Slot {
@@ -171,8 +179,6 @@ impl Cache {
             capacity,
             usage: AtomicU64::new(0),
             hand: AtomicUsize::new(0),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             handed_back: Mutex::new(Vec::new()),
             handed_back_bytes: AtomicU64::new(0),
@@ -180,31 +186,25 @@ impl Cache {
     }
 
     fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&key.0.to_le_bytes());
-        bytes[8..].copy_from_slice(&key.1.to_le_bytes());
-        let h = xxhash_rust::xxh3::xxh3_64(&bytes);
+        // A seed apart from the map's, so that the shard's bits and the
+        // map's buckets do not follow each other.
+        let h = foldhash::fast::FixedState::with_seed(0x5eed_5a1d).hash_one(key);
         let index = (h >> (64 - SHARD_BITS)) as usize;
 
         // index < SHARDS: it is the top SHARD_BITS bits of the hash.
         &self.shards[index]
     }
 
-    fn count(&self, hit: bool) {
-        if hit {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
     /// The entry cached under `key`, if it is a `T`.
     pub(crate) fn get<T: Entry>(&self, key: &CacheKey) -> Option<Arc<T>> {
         let mut shard = self.shard(key).lock();
-        let found = shard.lookup(key).map(Arc::clone);
+        let found = shard.lookup(key).map(Arc::clone).and_then(downcast::<T>);
+        if found.is_some() {
+            shard.hits += 1;
+        } else {
+            shard.misses += 1;
+        }
         drop(shard);
-        let found = found.and_then(downcast::<T>);
-        self.count(found.is_some());
         found
     }
 
@@ -370,9 +370,15 @@ impl Cache {
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
+        let (mut hits, mut misses) = (0, 0);
+        for shard in &self.shards {
+            let shard = shard.lock();
+            hits += shard.hits;
+            misses += shard.misses;
+        }
         CacheStats {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
+            hits,
+            misses,
             evictions: self.evictions.load(Ordering::Relaxed),
             usage_bytes: self.usage.load(Ordering::Relaxed),
             capacity_bytes: self.capacity,

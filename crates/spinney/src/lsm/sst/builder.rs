@@ -49,7 +49,7 @@ impl SstBuilder {
             compression,
             offset,
             data_block: BlockBuilder::new(),
-            index_block: BlockBuilder::new(),
+            index_block: BlockBuilder::with_restart_interval(format::INDEX_RESTART_INTERVAL),
             filter_hashes: Vec::new(),
             last_key: Vec::new(),
             pending_index: None,

@@ -31,8 +31,14 @@ const FOOTER_HANDLES_BYTES: usize = 3 * BLOCK_HANDLE_BYTES_MAX;
 /// Footer: handles (60) + version u32 + magic u64 + CRC32C u32.
 pub(crate) const FOOTER_BYTES: usize = FOOTER_HANDLES_BYTES + 4 + 8 + 4;
 
-/// Entries between restart points of a block (keys stored whole).
+/// Entries between restart points of a data block (keys stored whole).
 pub(crate) const RESTART_INTERVAL: usize = 16;
+
+/// Entries between restart points of an index block: every key is whole,
+/// so a seek is a binary search with no scan after it (LevelDB's choice
+/// too: an index block is searched by every read that reaches its file,
+/// and its separators share little).
+pub(crate) const INDEX_RESTART_INTERVAL: usize = 1;
 
 /// The zstd level used for `CompressionType::Zstd`.
 pub(crate) const ZSTD_LEVEL: i32 = 3;
