@@ -5,20 +5,47 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::sst::SstIter;
-use super::version::FileMeta;
+use super::version::{FileMeta, Version};
 use crate::error::{Error, Result};
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::compare;
 
+/// The files a `LevelIter` walks: a level of a version (shared, so that
+/// making a cursor copies no list), or a list of its own (a compaction's
+/// inputs).
+enum Files {
+    Level(Arc<Version>, usize),
+    List(Vec<Arc<FileMeta>>),
+}
+
+impl Files {
+    fn get(&self) -> &[Arc<FileMeta>] {
+        match self {
+            Files::Level(version, n) => version.level(*n),
+            Files::List(files) => files,
+        }
+    }
+}
+
 pub(crate) struct LevelIter {
-    files: Vec<Arc<FileMeta>>,
+    files: Files,
     index: usize,
     inner: Option<SstIter>,
     error: Option<Error>,
 }
 
 impl LevelIter {
+    /// Walks `files`, sorted and disjoint.
     pub(crate) fn new(files: Vec<Arc<FileMeta>>) -> LevelIter {
+        LevelIter::over(Files::List(files))
+    }
+
+    /// Walks level `n` (1 or deeper) of `version`.
+    pub(crate) fn of_level(version: Arc<Version>, n: usize) -> LevelIter {
+        LevelIter::over(Files::Level(version, n))
+    }
+
+    fn over(files: Files) -> LevelIter {
         LevelIter {
             files,
             index: 0,
@@ -31,7 +58,7 @@ impl LevelIter {
     fn open(&mut self, index: usize) -> bool {
         self.index = index;
         self.inner = None;
-        let Some(file) = self.files.get(index) else {
+        let Some(file) = self.files.get().get(index) else {
             return false;
         };
         match file.sst() {
@@ -111,7 +138,7 @@ impl InternalIterator for LevelIter {
     }
 
     fn seek_to_last(&mut self) {
-        if let Some(last) = self.files.len().checked_sub(1) {
+        if let Some(last) = self.files.get().len().checked_sub(1) {
             if self.open(last) {
                 if let Some(i) = &mut self.inner {
                     i.seek_to_last();
@@ -127,6 +154,7 @@ impl InternalIterator for LevelIter {
         // The first file whose largest key is >= target.
         let index = self
             .files
+            .get()
             .partition_point(|f| compare(&f.record.largest, target) == Ordering::Less);
         if self.open(index) {
             if let Some(i) = &mut self.inner {

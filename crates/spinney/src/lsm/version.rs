@@ -159,13 +159,16 @@ impl Version {
     }
 
     /// One iterator per L0 run and per deeper level, appended to `out`.
-    pub(crate) fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
+    pub(crate) fn add_iterators(
+        self: &Arc<Self>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()> {
         for file in self.level(0) {
             out.push(Box::new(file.sst()?.iter()));
         }
-        for level in self.levels.iter().skip(1) {
+        for (n, level) in self.levels.iter().enumerate().skip(1) {
             if !level.is_empty() {
-                out.push(Box::new(LevelIter::new(level.clone())));
+                out.push(Box::new(LevelIter::of_level(Arc::clone(self), n)));
             }
         }
         Ok(())
