@@ -140,9 +140,13 @@ impl std::fmt::Debug for Cache {
 /// page numbers the engine chose).
 type KeyHasher = foldhash::fast::FixedState;
 
+/// A shard: the map from key to entry, and the clock's ring of slots. A hit
+/// touches only the map (the entry, its referenced bit, its slot's number
+/// are in the map's bucket); the hand walks the slots, which name their
+/// keys, and looks the entry up in the map.
 #[derive(Default)]
 struct Shard {
-    map: HashMap<CacheKey, usize, KeyHasher>,
+    map: HashMap<CacheKey, Cached, KeyHasher>,
     slots: Vec<Slot>,
     free: Vec<usize>,
     hand: usize,
@@ -150,11 +154,18 @@ struct Shard {
     misses: u64,
 }
 
-struct Slot {
-    key: CacheKey,
-    entry: Option<Arc<dyn Entry>>,
+struct Cached {
+    entry: Arc<dyn Entry>,
     charge: u64,
+    /// The clock's second-chance bit, set by a hit.
     referenced: bool,
+    /// Its place in `Shard::slots`.
+    slot: usize,
+}
+
+/// A place on the clock's ring: the key it holds, or none (free).
+struct Slot {
+    key: Option<CacheKey>,
 }
 
 /// What one step of the hand did.
@@ -332,9 +343,7 @@ impl Cache {
             let same = shard
                 .map
                 .get(&key)
-                .and_then(|&i| shard.slots.get(i))
-                .and_then(|s| s.entry.as_ref())
-                .is_some_and(|e| Arc::ptr_eq(e, &entry));
+                .is_some_and(|c| Arc::ptr_eq(&c.entry, &entry));
             drop(entry);
             if !same {
                 return;
@@ -342,9 +351,7 @@ impl Cache {
             let clean = shard
                 .map
                 .get(&key)
-                .and_then(|&i| shard.slots.get(i))
-                .and_then(|s| s.entry.as_ref())
-                .is_some_and(|e| e.state(Arc::strong_count(e) > 1) == State::Clean);
+                .is_some_and(|c| c.entry.state(Arc::strong_count(&c.entry) > 1) == State::Clean);
             if !clean {
                 return;
             }
@@ -388,42 +395,43 @@ impl Cache {
 
 impl Shard {
     fn lookup(&mut self, key: &CacheKey) -> Option<&Arc<dyn Entry>> {
-        let i = *self.map.get(key)?;
-        let slot = self.slots.get_mut(i)?;
-        slot.referenced = true;
-        slot.entry.as_ref()
+        let cached = self.map.get_mut(key)?;
+        cached.referenced = true;
+        Some(&cached.entry)
     }
 
     fn put(&mut self, key: CacheKey, entry: Arc<dyn Entry>, charge: u64) {
-        let slot = Slot {
-            key,
-            entry: Some(entry),
-            charge,
-            referenced: false,
-        };
-        let index = match self.free.pop() {
+        let slot = match self.free.pop() {
             Some(i) => {
                 if let Some(s) = self.slots.get_mut(i) {
-                    *s = slot;
+                    s.key = Some(key);
                 }
                 i
             }
             None => {
-                self.slots.push(slot);
+                self.slots.push(Slot { key: Some(key) });
                 self.slots.len() - 1
             }
         };
-        self.map.insert(key, index);
+        self.map.insert(
+            key,
+            Cached {
+                entry,
+                charge,
+                referenced: false,
+                slot,
+            },
+        );
     }
 
     /// Removes `key`; returns its entry and charge if it was cached.
     fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
-        let i = self.map.remove(key)?;
-        let slot = self.slots.get_mut(i)?;
-        let entry = slot.entry.take();
-        let charge = std::mem::take(&mut slot.charge);
-        self.free.push(i);
-        entry.map(|e| (e, charge))
+        let cached = self.map.remove(key)?;
+        if let Some(s) = self.slots.get_mut(cached.slot) {
+            s.key = None;
+        }
+        self.free.push(cached.slot);
+        Some((cached.entry, cached.charge))
     }
 
     /// Advances the clock hand, at most once around, until one entry is
@@ -441,24 +449,20 @@ impl Shard {
             }
             let i = self.hand;
             self.hand += 1;
-            let Some(slot) = self.slots.get_mut(i) else {
+            let Some(key) = self.slots.get(i).and_then(|s| s.key) else {
                 continue;
             };
-            let choice = match &slot.entry {
-                None => continue,
-                Some(_) if slot.referenced => {
-                    slot.referenced = false;
-                    continue;
-                }
-                Some(e) => choose(
-                    e.state(Arc::strong_count(e) > 1),
-                    may_hand_back(slot.charge),
-                ),
+            let Some(cached) = self.map.get_mut(&key) else {
+                continue;
             };
-            match choice {
+            if cached.referenced {
+                cached.referenced = false;
+                continue;
+            }
+            let e = &cached.entry;
+            match choose(e.state(Arc::strong_count(e) > 1), may_hand_back(cached.charge)) {
                 Choice::Pass => {}
                 Choice::Evict => {
-                    let key = slot.key;
                     return match self.remove(&key) {
                         Some((entry, charge)) => {
                             entry.evicted();
@@ -468,9 +472,7 @@ impl Shard {
                     };
                 }
                 Choice::HandBack => {
-                    if let Some(e) = &slot.entry {
-                        return Swept::HandedBack((slot.key, Arc::clone(e), slot.charge));
-                    }
+                    return Swept::HandedBack((key, Arc::clone(e), cached.charge));
                 }
             }
         }
