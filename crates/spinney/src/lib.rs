@@ -43,6 +43,7 @@
 mod batch;
 pub(crate) mod btree;
 pub(crate) mod cache;
+pub(crate) mod counter;
 mod db;
 mod dump;
 pub(crate) mod encoding;

@@ -36,6 +36,7 @@ use parking_lot::{Mutex, RawRwLock, RwLock};
 
 use super::{format, page, BtreeTable};
 use crate::cache::{Cache, Entry, State};
+use crate::counter::Striped;
 use crate::error::{Error, Result};
 use crate::fs::PagedFile;
 use crate::options::Compression;
@@ -51,7 +52,8 @@ pub(super) const FRAME_OVERHEAD: u64 = 96;
 /// What a B-tree file's pages count, for stats. Relaxed atomics.
 #[derive(Debug, Default)]
 pub(crate) struct PageCounters {
-    pub from_cache: AtomicU64,
+    /// Counted at every level of every descent: striped.
+    pub from_cache: Striped,
     pub from_storage: AtomicU64,
     pub written: AtomicU64,
     pub bytes_written: AtomicU64,
@@ -327,10 +329,7 @@ impl BtreeTable {
     pub(super) fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         let key = (self.file.owner, pgno);
         let hit = |f: Arc<Frame>, ctx: &mut ReadContext| {
-            self.file
-                .counters
-                .from_cache
-                .fetch_add(1, Ordering::Relaxed);
+            self.file.counters.from_cache.add(1);
             ctx.blocks_from_cache += 1;
             f
         };

@@ -460,7 +460,10 @@ impl Shard {
                 continue;
             }
             let e = &cached.entry;
-            match choose(e.state(Arc::strong_count(e) > 1), may_hand_back(cached.charge)) {
+            match choose(
+                e.state(Arc::strong_count(e) > 1),
+                may_hand_back(cached.charge),
+            ) {
                 Choice::Pass => {}
                 Choice::Evict => {
                     return match self.remove(&key) {

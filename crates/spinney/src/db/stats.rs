@@ -317,7 +317,7 @@ pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
             file_pages,
             free_pages,
             page_size: t.file.page_size as u64,
-            pages_from_cache: get(&c.from_cache),
+            pages_from_cache: c.from_cache.get(),
             pages_from_storage: get(&c.from_storage),
             pages_written: get(&c.written),
             page_bytes_written: get(&c.bytes_written),
@@ -396,8 +396,8 @@ pub(super) fn table_stats(t: &LsmTable) -> TableStats {
             0.0
         },
         levels,
-        bloom_checks: t.bloom_checks.load(Ordering::Relaxed),
-        bloom_useful: t.bloom_negatives.load(Ordering::Relaxed),
+        bloom_checks: t.bloom_checks.get(),
+        bloom_useful: t.bloom_negatives.get(),
         pending_compaction_bytes: sv.pressure.pending_compaction_bytes,
     }
 }

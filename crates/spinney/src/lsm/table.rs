@@ -16,6 +16,7 @@ use super::compaction::{self, Busy, OutputRange};
 use super::memtable::{MemGet, MemTable};
 use super::sst::{SstBuilder, SstInfo, SstOptions};
 use super::version::{Lookup, Version};
+use crate::counter::Striped;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::limits::LSM_LEVELS;
@@ -116,8 +117,9 @@ pub(crate) struct LsmTable {
     /// Flush and compaction figures.
     pub counters: Mutex<TableCounters>,
     /// Bloom filter checks by point reads, and those that ruled a file out.
-    pub bloom_checks: AtomicU64,
-    pub bloom_negatives: AtomicU64,
+    /// (Striped: counted by every point read.)
+    pub bloom_checks: Striped,
+    pub bloom_negatives: Striped,
 }
 
 impl LsmTable {
@@ -143,8 +145,8 @@ impl LsmTable {
             persisted_seqno: AtomicU64::new(persisted_seqno),
             work: Mutex::new(TableWork::default()),
             counters: Mutex::new(TableCounters::default()),
-            bloom_checks: AtomicU64::new(0),
-            bloom_negatives: AtomicU64::new(0),
+            bloom_checks: Striped::default(),
+            bloom_negatives: Striped::default(),
         }
     }
 
@@ -215,10 +217,8 @@ impl LsmTable {
         let found = sv.version.get(user_key, snapshot, &mut counts);
         read_context::add(&counts);
         if counts.bloom_checks > 0 {
-            self.bloom_checks
-                .fetch_add(counts.bloom_checks, Ordering::Relaxed);
-            self.bloom_negatives
-                .fetch_add(counts.bloom_negatives, Ordering::Relaxed);
+            self.bloom_checks.add(counts.bloom_checks);
+            self.bloom_negatives.add(counts.bloom_negatives);
         }
         Ok(match found? {
             Some(Lookup::Value(v)) => Some(v),
