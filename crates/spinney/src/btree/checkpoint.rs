@@ -34,6 +34,7 @@ use super::page;
 use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
 use super::{file_name, BtreeTable, Root};
 use crate::cache::Cache;
+use crate::counter::StripedGate;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::options::TableOptions;
@@ -188,7 +189,7 @@ impl BtreeTable {
             ckpt: Mutex::new(c),
             wal_bytes_at_checkpoint: AtomicU64::new(0),
             changes: AtomicU64::new(0),
-            descents: RwLock::new(()),
+            descents: StripedGate::default(),
             checkpointing: AtomicBool::new(false),
             counters: CheckpointCounters::default(),
         })

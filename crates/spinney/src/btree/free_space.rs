@@ -138,7 +138,7 @@ impl BtreeTable {
         if st.unreachable.is_empty() {
             return;
         }
-        let Some(_quiet) = self.descents.try_write() else {
+        let Some(_quiet) = self.descents.try_close() else {
             return;
         };
         for (f, n) in std::mem::take(&mut st.unreachable) {

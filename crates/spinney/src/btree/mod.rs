@@ -76,6 +76,7 @@ use self::pager::PageFile;
 pub use self::read::BtreeShape;
 pub(crate) use self::read::{Lookup, Target};
 use crate::cache::Cache;
+use crate::counter::StripedGate;
 use crate::error::{Error, Result};
 use crate::options::TableOptions;
 
@@ -114,9 +115,10 @@ pub(crate) struct BtreeTable {
     pub checkpointing: AtomicBool,
     pub counters: CheckpointCounters,
     /// Held shared by every descent for as long as it reads pages it found
-    /// through the tree, and taken exclusively (`try_write`, never waited
-    /// for) to reuse the pages of an older image (`reclaim`).
-    descents: RwLock<()>,
+    /// through the tree, and closed (`try_close`, never waited for) to
+    /// reuse the pages of an older image (`reclaim`). Striped: every read
+    /// passes it.
+    descents: StripedGate,
 }
 
 impl std::fmt::Debug for BtreeTable {

@@ -88,7 +88,7 @@ impl BtreeTable {
         bounds: bool,
         ctx: &mut ReadContext,
     ) -> Result<Option<Leaf<'_>>> {
-        let descent = self.descents.read();
+        let descent = self.descents.enter();
         let root = self.root.read();
         if root.pgno == 0 {
             return Ok(None);
@@ -248,7 +248,7 @@ impl BtreeTable {
         let mut used_bytes = 0u64;
         let mut ctx = ReadContext::default();
         let mut stack = Vec::new();
-        let _descent = self.descents.read();
+        let _descent = self.descents.enter();
         let root = self.root.read().pgno;
         if root != 0 {
             stack.push(root);
