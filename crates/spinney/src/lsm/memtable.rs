@@ -462,9 +462,7 @@ impl<'a> Node<'a> {
     /// This node's key against `(user_key, trailer)`, in `key::compare` order.
     fn compare(self, user_key: &[u8], trailer: u64) -> Ordering {
         let (own_user_key, own_trailer) = split_internal_key(self.key());
-        own_user_key
-            .cmp(user_key)
-            .then_with(|| trailer.cmp(&own_trailer))
+        key::compare_bytes(own_user_key, user_key).then_with(|| trailer.cmp(&own_trailer))
     }
 }
 

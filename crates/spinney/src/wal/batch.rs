@@ -24,12 +24,15 @@ pub(crate) struct BatchRep {
     count: u32,
 }
 
+/// The bytes a new batch reserves: its header and a small entry or two,
+/// so that a batch of one typical put grows no buffer.
+const INITIAL_BYTES: usize = 256;
+
 impl Default for BatchRep {
     fn default() -> Self {
-        BatchRep {
-            bytes: vec![0; HEADER_BYTES],
-            count: 0,
-        }
+        let mut bytes = Vec::with_capacity(INITIAL_BYTES);
+        bytes.resize(HEADER_BYTES, 0);
+        BatchRep { bytes, count: 0 }
     }
 }
 
