@@ -179,10 +179,7 @@ impl BtreeTable {
             path,
             file: pf,
             cache,
-            root: RwLock::new(Root {
-                pgno: c.root,
-                height: c.height,
-            }),
+            root: RwLock::new(Root::new(c.root, c.height, None)),
             tree: Mutex::new(state),
             persisted_seqno: AtomicU64::new(c.seqno),
             durable_generation: AtomicU64::new(c.generation),
@@ -230,7 +227,7 @@ impl BtreeTable {
                 return Ok(0);
             }
             self.changes.store(0, Ordering::Release);
-            let root = *self.root.read();
+            let root = self.root.read().clone();
             let frozen = std::mem::take(&mut st.fresh);
             // Left by a recovery's replay, which publishes nothing: those
             // leaves were pruned against everything visible already.

@@ -85,10 +85,27 @@ pub(crate) fn file_name(table_id: u32) -> String {
     crate::file_names::btree_name(table_id)
 }
 
-#[derive(Debug, Clone, Copy)]
+/// The tree's root: its page, the tree's height, and, once a descent has
+/// fetched it, the root's frame, held here so that descents start without a
+/// cache lookup (and never contend on the root's cache shard). Whoever
+/// changes `pgno` sets `frame` with it (to the new root's frame, or None);
+/// a frame held here is pinned (the cache never evicts a page someone
+/// holds), which is what a root, read by every descent, should be.
+#[derive(Clone)]
 struct Root {
     pgno: u64,
     height: u32,
+    frame: Option<Arc<pager::Frame>>,
+}
+
+impl Root {
+    fn new(pgno: u64, height: u32, frame: Option<Arc<pager::Frame>>) -> Root {
+        Root {
+            pgno,
+            height,
+            frame,
+        }
+    }
 }
 
 pub(crate) struct BtreeTable {

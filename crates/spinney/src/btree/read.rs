@@ -94,8 +94,26 @@ impl BtreeTable {
             return Ok(None);
         }
         let height = root.height;
-        let mut guard = self.fetch(root.pgno, ctx)?.read_arc();
+        let root_pgno = root.pgno;
+        let (frame, pinned) = match &root.frame {
+            Some(f) => {
+                self.file.counters.from_cache.add(1);
+                ctx.blocks_from_cache += 1;
+                (Arc::clone(f), true)
+            }
+            None => (self.fetch(root_pgno, ctx)?, false),
+        };
+        let mut guard = frame.read_arc();
         drop(root);
+        if !pinned {
+            // Hold the root's frame for the descents to come, unless the
+            // root moved meanwhile or another thread holds the lock.
+            if let Some(mut root) = self.root.try_write() {
+                if root.pgno == root_pgno && root.frame.is_none() {
+                    root.frame = Some(frame);
+                }
+            }
+        }
         let (mut low, mut high) = (None, None);
         let mut depth = 1;
         loop {
@@ -236,7 +254,7 @@ impl BtreeTable {
     pub(crate) fn shape(&self) -> Result<BtreeShape> {
         let mut shape = {
             let st = self.tree.lock();
-            let root = *self.root.read();
+            let root = self.root.read().clone();
             BtreeShape {
                 height: root.height,
                 file_bytes: st.page_count * self.file.page_size as u64,
@@ -286,7 +304,7 @@ impl BtreeTable {
     /// Cheap figures for stats, without walking the tree.
     pub(crate) fn quick_shape(&self) -> (u32, u64, u64) {
         let st = self.tree.lock();
-        let root = *self.root.read();
+        let root = self.root.read().clone();
         (root.height, st.page_count, st.free_pages())
     }
 }

@@ -210,11 +210,8 @@ impl BtreeTable {
             let mut image = vec![0u8; self.file.image_len()];
             page::init(&mut image, page::KIND_BRANCH, root.pgno);
             page::insert(&mut image, 0, &page::branch_cell(&sep, right));
-            self.install_page(pgno, image);
-            *root = Root {
-                pgno,
-                height: root.height + 1,
-            };
+            let frame = self.install_page(pgno, image);
+            *root = Root::new(pgno, root.height + 1, Some(frame));
         }
         Ok(())
     }
@@ -297,10 +294,7 @@ impl BtreeTable {
         };
         drop(guards);
         if let Some((old, child)) = collapse {
-            *root = Root {
-                pgno: child,
-                height: root.height - 1,
-            };
+            *root = Root::new(child, root.height - 1, None);
             self.forget_page(st, old);
         }
     }

@@ -138,8 +138,8 @@ impl BtreeTable {
         let mut image = vec![0u8; self.file.image_len()];
         page::init(&mut image, page::KIND_LEAF, 0);
         page::insert(&mut image, 0, cell);
-        self.install_page(pgno, image);
-        *self.root.write() = Root { pgno, height: 1 };
+        let frame = self.install_page(pgno, image);
+        *self.root.write() = Root::new(pgno, 1, Some(frame));
         Ok(())
     }
 
@@ -153,7 +153,7 @@ impl BtreeTable {
         horizon: &Horizon,
     ) -> Result<Vec<(Arc<Frame>, usize)>> {
         let mut ctx = ReadContext::default();
-        let root = *self.root.read();
+        let root = self.root.read().clone();
         let mut path: Vec<(Arc<Frame>, usize)> = Vec::with_capacity(root.height as usize);
         if root.pgno == 0 {
             return Ok(path);
@@ -212,7 +212,11 @@ impl BtreeTable {
         let pgno = st.alloc(1);
         let frame = self.install_page(pgno, image);
         match parent {
-            None => self.root.write().pgno = pgno,
+            None => {
+                let mut root = self.root.write();
+                root.pgno = pgno;
+                root.frame = Some(Arc::clone(&frame));
+            }
             Some(parent) => {
                 let mut pg = parent.write();
                 page::set_child_at(&mut pg.image, pos, pgno);
