@@ -119,6 +119,58 @@ pub(crate) struct Block {
     /// True when the stored bytes were compressed: offsets inside `data`
     /// then do not map to file offsets, and errors name the block's start.
     compressed: bool,
+    /// Key heads of a block whose every entry is a restart point (an index
+    /// block), built by `build_heads`: a seek searches them first.
+    heads: Option<Heads>,
+}
+
+/// An in-memory search aid for a block whose every entry is a restart
+/// point: the user keys' common prefix, and for each entry the eight bytes
+/// of its user key after that prefix (zero-padded, big-endian). A seek
+/// binary-searches the heads, one contiguous array, and decodes entries only
+/// where heads tie, instead of two scattered loads (restart offset, entry)
+/// at every step. Heads never decide alone: `head(a) < head(b)` implies
+/// `a < b` for keys that share the prefix, and ties are compared whole.
+#[derive(Debug)]
+struct Heads {
+    prefix: Vec<u8>,
+    heads: Vec<u64>,
+}
+
+impl Heads {
+    fn head(prefix_len: usize, user_key: &[u8]) -> u64 {
+        let mut window = [0u8; 8];
+        let rest = user_key.get(prefix_len..).unwrap_or_default();
+        let n = rest.len().min(8);
+        if let (Some(w), Some(r)) = (window.get_mut(..n), rest.get(..n)) {
+            w.copy_from_slice(r);
+        }
+        u64::from_be_bytes(window)
+    }
+
+    /// The entries `target`'s position lies among: every entry before the
+    /// range is below it, every entry from its end on above it.
+    fn range(&self, target_user_key: &[u8]) -> (usize, usize) {
+        let n = self.heads.len();
+        let p = self.prefix.len();
+        let shown = target_user_key.get(..p).unwrap_or(target_user_key);
+        match key::compare_bytes(shown, self.prefix.get(..shown.len()).unwrap_or_default()) {
+            Ordering::Less => return (0, 0),
+            Ordering::Greater => return (n, n),
+            // A proper prefix of the common prefix is below every key.
+            Ordering::Equal if shown.len() < p => return (0, 0),
+            Ordering::Equal => {}
+        }
+        let h = Heads::head(p, target_user_key);
+        let lo = self.heads.partition_point(|&x| x < h);
+        let hi = lo
+            + self
+                .heads
+                .get(lo..)
+                .unwrap_or_default()
+                .partition_point(|&x| x <= h);
+        (lo, hi)
+    }
 }
 
 /// A block is cached as is: always clean, evictable even while a reader
@@ -140,6 +192,7 @@ impl Block {
             num_restarts: 0,
             file_offset,
             compressed,
+            heads: None,
         };
         let len = block.data.len();
         let bad = |block: &Block, pos: usize, what: &str| Err(block.corruption(file, pos, what));
@@ -180,6 +233,42 @@ impl Block {
     /// Bytes of the decoded block (its cache charge).
     pub(crate) fn size(&self) -> usize {
         self.data.len()
+    }
+
+    /// Builds the key heads (`Heads`) if every entry is a restart point and
+    /// decodes cleanly; otherwise seeks go on without them (and report the
+    /// damage when they meet it).
+    pub(crate) fn build_heads(&mut self) {
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(self.num_restarts);
+        for i in 0..self.num_restarts {
+            let pos = self.restart_point(i);
+            let next = if i + 1 < self.num_restarts {
+                self.restart_point(i + 1)
+            } else {
+                self.restarts_offset
+            };
+            let Ok(entry) = self.decode_entry(pos) else {
+                return;
+            };
+            if entry.shared != 0 || entry.end != next {
+                return;
+            }
+            let Some(ikey) = self.data.get(entry.key_start..entry.value_start) else {
+                return;
+            };
+            keys.push(key::user_key(ikey));
+        }
+        let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+            return;
+        };
+        let p = first
+            .iter()
+            .zip(last.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let prefix = first.get(..p).unwrap_or_default().to_vec();
+        let heads = keys.iter().map(|k| Heads::head(p, k)).collect();
+        self.heads = Some(Heads { prefix, heads });
     }
 
     fn restart_point(&self, i: usize) -> usize {
@@ -428,6 +517,40 @@ impl BlockIter {
         if self.err.is_some() {
             return compared;
         }
+        if let Some(heads) = &self.block.heads {
+            // Every entry is a restart point: the first entry >= target is
+            // in `lo..=hi`; compare the tied entries whole.
+            let (mut lo, mut hi) = heads.range(key::user_key(target));
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let pos = self.block.restart_point(mid);
+                let entry = match self.block.decode_entry(pos) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        self.fail(e);
+                        return compared;
+                    }
+                };
+                let k = self
+                    .block
+                    .data
+                    .get(entry.key_start..entry.value_start)
+                    .unwrap_or_default();
+                compared += 1;
+                if key::compare(k, target) == Ordering::Less {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            if lo >= self.block.num_restarts {
+                self.invalidate();
+            } else {
+                self.seek_to_restart(lo);
+                self.parse_next();
+            }
+            return compared;
+        }
         // Binary search for the last restart point whose key is < target.
         let mut left = 0;
         let mut right = self.block.num_restarts.saturating_sub(1);
@@ -474,7 +597,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::mvcc::key::{internal_key, Kind};
+    use crate::mvcc::key::{internal_key, Kind, KIND_SEEK};
 
     fn path() -> &'static Path {
         Path::new("block-test")
@@ -624,6 +747,62 @@ mod tests {
         ] {
             let err = Block::new(bad.clone(), path(), 100, false).expect_err("refused");
             assert!(err.is_corruption(), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn seeks_with_key_heads_land_where_seeks_without_them_do() {
+        // Goal: an index-like block (a restart at every entry) with key
+        // heads seeks to the same entry as without them, for targets that
+        // share the keys' common prefix or not, shorter and longer ones,
+        // and user keys with several versions.
+        let mut rng = SmallRng::seed_from_u64(5);
+        for round in 0..200 {
+            let prefix: Vec<u8> = (0..rng.gen_range(0..12))
+                .map(|_| rng.gen_range(b'a'..b'c'))
+                .collect();
+            let mut keys: Vec<Vec<u8>> = (0..rng.gen_range(1..60))
+                .map(|_| {
+                    let mut user = prefix.clone();
+                    user.extend((0..rng.gen_range(0..14)).map(|_| rng.gen_range(b'a'..b'd')));
+                    internal_key(&user, rng.gen_range(0..5), Kind::Put)
+                })
+                .collect();
+            keys.sort_by(|a, b| key::compare(a, b));
+            keys.dedup();
+            let mut b = BlockBuilder::with_restart_interval(1);
+            for k in &keys {
+                b.add(k, b"v");
+            }
+            let raw = b.finish();
+            let plain = Arc::new(Block::new(raw.clone(), path(), 0, false).expect("block"));
+            let mut headed = Block::new(raw, path(), 0, false).expect("block");
+            headed.build_heads();
+            assert!(headed.heads.is_some(), "round {round}: no heads built");
+            let headed = Arc::new(headed);
+            for _ in 0..100 {
+                let mut user: Vec<u8> = if rng.gen_bool(0.7) {
+                    prefix.clone()
+                } else {
+                    Vec::new()
+                };
+                user.extend((0..rng.gen_range(0..16)).map(|_| rng.gen_range(b'`'..b'e')));
+                let target = internal_key(&user, rng.gen_range(0..6), KIND_SEEK);
+                let mut a = BlockIter::new(Arc::clone(&plain));
+                let mut h = BlockIter::new(Arc::clone(&headed));
+                a.seek(&target);
+                h.seek(&target);
+                assert_eq!(a.valid(), h.valid(), "round {round}, target {target:?}");
+                if a.valid() {
+                    assert_eq!(a.key(), h.key(), "round {round}, target {target:?}");
+                    a.next();
+                    h.next();
+                    assert_eq!(a.valid(), h.valid());
+                    if a.valid() {
+                        assert_eq!(a.key(), h.key());
+                    }
+                }
+            }
         }
     }
 

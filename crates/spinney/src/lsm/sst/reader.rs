@@ -79,12 +79,9 @@ impl Sst {
         let (props, _) = read(footer.properties)?;
         let properties = Properties::decode(&props, &path, footer.properties.offset)?;
         let (index, index_compressed) = read(footer.index)?;
-        let index = Arc::new(Block::new(
-            index,
-            &path,
-            footer.index.offset,
-            index_compressed,
-        )?);
+        let mut index = Block::new(index, &path, footer.index.offset, index_compressed)?;
+        index.build_heads();
+        let index = Arc::new(index);
         let filter = if footer.filter.size == 0 {
             None
         } else {
