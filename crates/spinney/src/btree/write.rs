@@ -24,9 +24,31 @@ use super::pager::{write_handed_back, write_run, Frame};
 use super::reshape::last_version;
 use super::{BtreeTable, Root};
 use crate::error::Result;
-use crate::mvcc::key::{internal_key, Kind};
+use crate::mvcc::key::{self, internal_key, Kind};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
+
+/// Whether the leaf after the one at the end of `path` (a write path,
+/// latched by no one else: its pages are the writer's) may begin with
+/// versions of `user_key`. The separator above the leaf's right edge is the
+/// first key of that next leaf or below it, and above every key of this
+/// leaf; if this leaf ends with `user_key`, a next leaf that begins with it
+/// has a separator of the same user key between them. The rightmost leaf
+/// has no next leaf. (Without this, every write of a key that lands last
+/// in its leaf, as each one does in a sequential load, searched the tree
+/// again for continuing versions.)
+fn next_leaf_may_hold(path: &[(Arc<Frame>, usize)], user_key: &[u8]) -> bool {
+    for i in (1..path.len()).rev() {
+        let (Some((_, pos)), Some((parent, _))) = (path.get(i), path.get(i - 1)) else {
+            break;
+        };
+        let g = parent.read();
+        if *pos < page::count(&g.image) {
+            return key::user_key(page::ikey(&g.image, *pos)) == user_key;
+        }
+    }
+    false
+}
 
 impl BtreeTable {
     /// Starts a write: the writer's state, held until the caller is done.
@@ -108,6 +130,7 @@ impl BtreeTable {
                 .filter(|(k, _)| k.as_slice() == user_key)
                 .map(|(_, seqno)| seqno);
             drop(g);
+            let continues = continues.filter(|_| next_leaf_may_hold(&path, user_key));
             if let Some(seqno) = continues {
                 self.prune_continuation(st, user_key, seqno, horizon)?;
             }
