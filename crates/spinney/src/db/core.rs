@@ -435,16 +435,18 @@ impl Applier<'_> {
         value: &[u8],
         horizon: &Horizon,
     ) -> Result<()> {
+        let (Applier::Lsm { skip_upto, .. } | Applier::Btree { skip_upto, .. }) = self;
+        if seqno <= *skip_upto {
+            // Recovery: the table persisted this entry already.
+            return Ok(());
+        }
         match self {
             Applier::Lsm {
                 table,
                 mem,
-                skip_upto,
                 recovering,
+                ..
             } => {
-                if seqno <= *skip_upto {
-                    return Ok(());
-                }
                 if *recovering && mem.table.approximate_bytes() >= table.options.write_buffer_size {
                     table.freeze_memtable();
                     *mem = table.active_mem();
@@ -452,14 +454,7 @@ impl Applier<'_> {
                 mem.add(seqno, kind, key, value);
                 Ok(())
             }
-            Applier::Btree {
-                table,
-                skip_upto,
-                tree,
-            } => {
-                if seqno <= *skip_upto {
-                    return Ok(());
-                }
+            Applier::Btree { table, tree, .. } => {
                 table.apply(tree, seqno, kind, key, value, horizon)
             }
         }

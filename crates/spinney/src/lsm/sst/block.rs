@@ -323,6 +323,40 @@ impl Block {
         self.decode_entry_slow(pos, region)
     }
 
+    /// The first restart point in `lo..hi` whose key is not below `target`
+    /// (`hi` if none), by binary search; adds the keys compared.
+    fn first_restart_not_below(
+        &self,
+        mut lo: usize,
+        mut hi: usize,
+        target: &[u8],
+        compared: &mut u64,
+    ) -> Result<usize, (usize, &'static str)> {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            *compared += 1;
+            if key::compare(self.restart_key(mid)?, target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The whole key stored at restart point `i`.
+    fn restart_key(&self, i: usize) -> Result<&[u8], (usize, &'static str)> {
+        let pos = self.restart_point(i);
+        let entry = self.decode_entry(pos)?;
+        if entry.shared != 0 {
+            return Err((pos, "entry at a restart point shares key bytes"));
+        }
+        Ok(self
+            .data
+            .get(entry.key_start..entry.value_start)
+            .unwrap_or_default())
+    }
+
     /// `decode_entry` for any lengths, and the error of a damaged header.
     #[cold]
     fn decode_entry_slow(&self, pos: usize, region: &[u8]) -> Result<Entry, (usize, &'static str)> {
@@ -517,69 +551,36 @@ impl BlockIter {
         if self.err.is_some() {
             return compared;
         }
-        if let Some(heads) = &self.block.heads {
-            // Every entry is a restart point: the first entry >= target is
-            // in `lo..=hi`; compare the tied entries whole.
-            let (mut lo, mut hi) = heads.range(key::user_key(target));
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                let pos = self.block.restart_point(mid);
-                let entry = match self.block.decode_entry(pos) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        self.fail(e);
-                        return compared;
-                    }
-                };
-                let k = self
-                    .block
-                    .data
-                    .get(entry.key_start..entry.value_start)
-                    .unwrap_or_default();
-                compared += 1;
-                if key::compare(k, target) == Ordering::Less {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
+        // With key heads (every entry a restart point) the answer lies in
+        // the range they give. Without, the scan starts at the last restart
+        // point below target, or at the first (which is never probed: in
+        // an empty block it is the end of the entries).
+        let (lo, hi) = match &self.block.heads {
+            Some(heads) => heads.range(key::user_key(target)),
+            None => (1, self.block.num_restarts),
+        };
+        let first = match self
+            .block
+            .first_restart_not_below(lo, hi, target, &mut compared)
+        {
+            Ok(i) => i,
+            Err(e) => {
+                self.fail(e);
+                return compared;
             }
-            if lo >= self.block.num_restarts {
+        };
+        if self.block.heads.is_some() {
+            if first >= self.block.num_restarts {
                 self.invalidate();
             } else {
-                self.seek_to_restart(lo);
+                self.seek_to_restart(first);
                 self.parse_next();
             }
             return compared;
         }
-        // Binary search for the last restart point whose key is < target.
-        let mut left = 0;
-        let mut right = self.block.num_restarts.saturating_sub(1);
-        while left < right {
-            let mid = (left + right).div_ceil(2);
-            let pos = self.block.restart_point(mid);
-            let entry = match self.block.decode_entry(pos) {
-                Ok(e) => e,
-                Err(e) => {
-                    self.fail(e);
-                    return compared;
-                }
-            };
-            if entry.shared != 0 {
-                self.fail((pos, "entry at a restart point shares key bytes"));
-                return compared;
-            }
-            let k = self
-                .block
-                .data
-                .get(entry.key_start..entry.value_start)
-                .unwrap_or_default();
-            compared += 1;
-            if key::compare(k, target) == Ordering::Less {
-                left = mid;
-            } else {
-                right = mid - 1;
-            }
-        }
+        // The answer is after the last restart point below target: scan on
+        // from there.
+        let left = first.saturating_sub(1);
         self.seek_to_restart(left);
         while self.parse_next() {
             compared += 1;
