@@ -227,7 +227,7 @@ impl BtreeTable {
                 return Ok(0);
             }
             self.changes.store(0, Ordering::Release);
-            let root = self.root.read().clone();
+            let (root, height) = self.root.read().place();
             let frozen = std::mem::take(&mut st.fresh);
             // Left by a recovery's replay, which publishes nothing: those
             // leaves were pruned against everything visible already.
@@ -266,8 +266,8 @@ impl BtreeTable {
             st.free_map = (first, pages);
             let c = Checkpoint {
                 generation: durable.generation + 1,
-                root: root.pgno,
-                height: root.height,
+                root,
+                height,
                 page_count: st.page_count,
                 free_map_first: first,
                 free_map_pages: pages as u32,

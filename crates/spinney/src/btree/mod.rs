@@ -99,6 +99,12 @@ struct Root {
 }
 
 impl Root {
+    /// The root's page and the tree's height (what most readers of the
+    /// root need: no clone of the frame it holds).
+    fn place(&self) -> (u64, u32) {
+        (self.pgno, self.height)
+    }
+
     fn new(pgno: u64, height: u32, frame: Option<Arc<pager::Frame>>) -> Root {
         Root {
             pgno,

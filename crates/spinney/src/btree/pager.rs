@@ -326,11 +326,17 @@ impl BtreeTable {
     }
 
     /// The frame of page `pgno`, from the cache or read from the file.
+    /// Counts a page found in memory, for the table's figures and the
+    /// thread's read counters.
+    pub(super) fn count_cache_hit(&self, ctx: &mut ReadContext) {
+        self.file.counters.from_cache.add(1);
+        ctx.blocks_from_cache += 1;
+    }
+
     pub(super) fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         let key = (self.file.owner, pgno);
         let hit = |f: Arc<Frame>, ctx: &mut ReadContext| {
-            self.file.counters.from_cache.add(1);
-            ctx.blocks_from_cache += 1;
+            self.count_cache_hit(ctx);
             f
         };
         if let Some(f) = self.cache.get::<Frame>(&key) {

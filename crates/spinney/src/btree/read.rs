@@ -97,8 +97,7 @@ impl BtreeTable {
         let root_pgno = root.pgno;
         let (frame, pinned) = match &root.frame {
             Some(f) => {
-                self.file.counters.from_cache.add(1);
-                ctx.blocks_from_cache += 1;
+                self.count_cache_hit(ctx);
                 (Arc::clone(f), true)
             }
             None => (self.fetch(root_pgno, ctx)?, false),
@@ -254,9 +253,9 @@ impl BtreeTable {
     pub(crate) fn shape(&self) -> Result<BtreeShape> {
         let mut shape = {
             let st = self.tree.lock();
-            let root = self.root.read().clone();
+            let (_, height) = self.root.read().place();
             BtreeShape {
-                height: root.height,
+                height,
                 file_bytes: st.page_count * self.file.page_size as u64,
                 free_pages: st.free_pages(),
                 page_size: self.file.page_size as u64,
@@ -304,7 +303,7 @@ impl BtreeTable {
     /// Cheap figures for stats, without walking the tree.
     pub(crate) fn quick_shape(&self) -> (u32, u64, u64) {
         let st = self.tree.lock();
-        let root = self.root.read().clone();
-        (root.height, st.page_count, st.free_pages())
+        let (_, height) = self.root.read().place();
+        (height, st.page_count, st.free_pages())
     }
 }

@@ -176,12 +176,11 @@ impl BtreeTable {
         horizon: &Horizon,
     ) -> Result<Vec<(Arc<Frame>, usize)>> {
         let mut ctx = ReadContext::default();
-        let root = self.root.read().clone();
-        let mut path: Vec<(Arc<Frame>, usize)> = Vec::with_capacity(root.height as usize);
-        if root.pgno == 0 {
+        let (mut pgno, height) = self.root.read().place();
+        let mut path: Vec<(Arc<Frame>, usize)> = Vec::with_capacity(height as usize);
+        if pgno == 0 {
             return Ok(path);
         }
-        let mut pgno = root.pgno;
         let mut pos_in_parent = 0;
         loop {
             let mut frame = self.fetch(pgno, &mut ctx)?;
@@ -199,7 +198,7 @@ impl BtreeTable {
                 let p = &g.image;
                 match page::kind(p) {
                     page::KIND_LEAF => (true, 0, 0),
-                    page::KIND_BRANCH if path.len() + 1 < root.height as usize => {
+                    page::KIND_BRANCH if path.len() + 1 < height as usize => {
                         let pos = page::branch_position(p, ik, &mut ctx.keys_compared);
                         (false, page::child_at(p, pos), pos)
                     }

@@ -28,8 +28,8 @@
 //! entries rarely contend. A lookup touches only its shard: one hash of the
 //! key (foldhash, not the std's SipHash: keys are the engine's own numbers,
 //! not an attacker's) picks the shard, and the hit and miss counters live
-//! in the shard, so that readers on different cores share no counter. The handed-back list has its own mutex, never
-//! held while a shard's is taken. No I/O happens under either.
+//! in the shard, so that readers on different cores share no counter. The
+//! handed-back list has its own mutex, never held while a shard's is taken. No I/O happens under either.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -340,19 +340,15 @@ impl Cache {
     pub(crate) fn evict_if_idle(&self, key: CacheKey, entry: Arc<dyn Entry>) {
         let freed = {
             let mut shard = self.shard(&key).lock();
-            let same = shard
-                .map
-                .get(&key)
-                .is_some_and(|c| Arc::ptr_eq(&c.entry, &entry));
-            drop(entry);
-            if !same {
+            let Some(cached) = shard.map.get(&key) else {
                 return;
-            }
-            let clean = shard
-                .map
-                .get(&key)
-                .is_some_and(|c| c.entry.state(Arc::strong_count(&c.entry) > 1) == State::Clean);
-            if !clean {
+            };
+            let same = Arc::ptr_eq(&cached.entry, &entry);
+            // The caller's handle goes first, so that it does not count as
+            // someone holding the entry.
+            drop(entry);
+            let e = &cached.entry;
+            if !same || e.state(Arc::strong_count(e) > 1) != State::Clean {
                 return;
             }
             shard.remove(&key)

@@ -176,24 +176,21 @@ impl Core {
     /// the log at recovery (`recovering`: entries the table persisted
     /// already are skipped, and a full memtable is frozen on the way).
     pub(crate) fn applier(&self, recovering: bool) -> Applier<'_> {
+        let skip_upto = if recovering {
+            self.persisted_seqno()
+        } else {
+            0
+        };
         match self {
             Core::Lsm(t) => Applier::Lsm {
                 table: t,
                 mem: t.active_mem(),
-                skip_upto: if recovering {
-                    t.persisted_seqno.load(Ordering::Acquire)
-                } else {
-                    0
-                },
+                skip_upto,
                 recovering,
             },
             Core::Btree(t) => Applier::Btree {
                 table: t,
-                skip_upto: if recovering {
-                    t.persisted_seqno.load(Ordering::Acquire)
-                } else {
-                    0
-                },
+                skip_upto,
                 tree: t.writer(),
             },
         }
@@ -227,6 +224,14 @@ impl Core {
         match self {
             Core::Lsm(t) => &t.options,
             Core::Btree(t) => &t.options,
+        }
+    }
+
+    /// The seqno up to which every entry of the table is in its files.
+    fn persisted_seqno(&self) -> u64 {
+        match self {
+            Core::Lsm(t) => t.persisted_seqno.load(Ordering::Acquire),
+            Core::Btree(t) => t.persisted_seqno.load(Ordering::Acquire),
         }
     }
 

@@ -26,6 +26,11 @@ use crate::encoding::{self, Decoder};
 use crate::error::{Error, Result};
 use crate::mvcc::key;
 
+/// How many leading bytes `a` and `b` share.
+fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// Builds one block from entries added in strictly increasing key order.
 #[derive(Debug)]
 pub(crate) struct BlockBuilder {
@@ -69,10 +74,7 @@ impl BlockBuilder {
 
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
         let shared = if self.counter < self.restart_interval {
-            key.iter()
-                .zip(self.last_key.iter())
-                .take_while(|(a, b)| a == b)
-                .count()
+            shared_prefix_len(key, &self.last_key)
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
@@ -241,31 +243,23 @@ impl Block {
     pub(crate) fn build_heads(&mut self) {
         let mut keys: Vec<&[u8]> = Vec::with_capacity(self.num_restarts);
         for i in 0..self.num_restarts {
-            let pos = self.restart_point(i);
             let next = if i + 1 < self.num_restarts {
                 self.restart_point(i + 1)
             } else {
                 self.restarts_offset
             };
-            let Ok(entry) = self.decode_entry(pos) else {
+            let Ok(entry) = self.restart_entry(i) else {
                 return;
             };
-            if entry.shared != 0 || entry.end != next {
+            if entry.end != next {
                 return;
             }
-            let Some(ikey) = self.data.get(entry.key_start..entry.value_start) else {
-                return;
-            };
-            keys.push(key::user_key(ikey));
+            keys.push(key::user_key(self.key_of(&entry)));
         }
         let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
             return;
         };
-        let p = first
-            .iter()
-            .zip(last.iter())
-            .take_while(|(a, b)| a == b)
-            .count();
+        let p = shared_prefix_len(first, last);
         let prefix = first.get(..p).unwrap_or_default().to_vec();
         let heads = keys.iter().map(|k| Heads::head(p, k)).collect();
         self.heads = Some(Heads { prefix, heads });
@@ -346,15 +340,25 @@ impl Block {
 
     /// The whole key stored at restart point `i`.
     fn restart_key(&self, i: usize) -> Result<&[u8], (usize, &'static str)> {
+        self.restart_entry(i).map(|e| self.key_of(&e))
+    }
+
+    /// The entry at restart point `i`, which must store its whole key.
+    fn restart_entry(&self, i: usize) -> Result<Entry, (usize, &'static str)> {
         let pos = self.restart_point(i);
         let entry = self.decode_entry(pos)?;
         if entry.shared != 0 {
             return Err((pos, "entry at a restart point shares key bytes"));
         }
-        Ok(self
-            .data
-            .get(entry.key_start..entry.value_start)
-            .unwrap_or_default())
+        Ok(entry)
+    }
+
+    /// The key bytes an entry stores (whole at a restart point, else the
+    /// delta after its shared prefix).
+    fn key_of(&self, e: &Entry) -> &[u8] {
+        self.data
+            .get(e.key_start..e.value_start)
+            .unwrap_or_default()
     }
 
     /// `decode_entry` for any lengths, and the error of a damaged header.
@@ -488,12 +492,7 @@ impl BlockIter {
             return false;
         }
         self.key.truncate(entry.shared);
-        let delta = self
-            .block
-            .data
-            .get(entry.key_start..entry.value_start)
-            .unwrap_or_default();
-        self.key.extend_from_slice(delta);
+        self.key.extend_from_slice(self.block.key_of(&entry));
         self.value = (entry.value_start, entry.end);
         self.current = pos;
         self.next_offset = entry.end;
