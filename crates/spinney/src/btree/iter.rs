@@ -10,10 +10,10 @@
 //! then keeps every version the snapshot sees, and what the iterator read
 //! from one leaf stays consistent with what it reads from the next.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::page::{self, Value};
+use super::read::Bounds;
 use super::{BtreeTable, Target};
 use crate::error::{Error, Result};
 use crate::mvcc::iter::InternalIterator;
@@ -23,12 +23,14 @@ pub(crate) struct BtreeIter {
     table: Arc<BtreeTable>,
     /// A copy of the current leaf's image (empty when none).
     image: Vec<u8>,
-    /// Overflow values of the current leaf, by cell position.
-    overflow: HashMap<usize, Vec<u8>>,
+    /// Overflow values of the current leaf, by cell position, in order.
+    overflow: Vec<(usize, Vec<u8>)>,
     pos: usize,
     valid: bool,
-    low: Option<Vec<u8>>,
-    high: Option<Vec<u8>>,
+    /// The separators around the current leaf.
+    bounds: Bounds,
+    /// The separator the next leaf is looked up by (a buffer reused).
+    edge: Vec<u8>,
     status: Result<()>,
 }
 
@@ -37,11 +39,11 @@ impl BtreeIter {
         BtreeIter {
             table,
             image: Vec::new(),
-            overflow: HashMap::new(),
+            overflow: Vec::new(),
             pos: 0,
             valid: false,
-            low: None,
-            high: None,
+            bounds: Bounds::default(),
+            edge: Vec::new(),
             status: Ok(()),
         }
     }
@@ -69,20 +71,23 @@ impl BtreeIter {
     }
 
     fn load_counted(&mut self, target: Target<'_>, ctx: &mut ReadContext) -> Result<bool> {
-        let Some(leaf) = self.table.descend(target, true, ctx)? else {
+        let Some(leaf) = self.table.descend(target, Some(&mut self.bounds), ctx)? else {
             self.image.clear();
             return Ok(false);
         };
-        let p = &leaf.guard.image;
+        // Copy first, then look for overflow cells in the copy: one
+        // sequential pass over the page, instead of a cache miss per cell.
+        // The leaf stays latched (and its overflow runs unreused) until
+        // their values are read.
+        self.image.clone_from(&leaf.guard.image);
         self.overflow.clear();
-        for i in 0..page::count(p) {
-            if let v @ Value::Overflow { .. } = page::value(p, i) {
-                self.overflow.insert(i, self.table.read_value(v, ctx)?);
+        for i in 0..page::count(&self.image) {
+            if page::is_overflow(&self.image, i) {
+                let v = self.table.read_value(page::value(&self.image, i), ctx)?;
+                self.overflow.push((i, v));
             }
         }
-        self.image.clone_from(p);
-        self.low = leaf.low;
-        self.high = leaf.high;
+        drop(leaf);
         Ok(true)
     }
 
@@ -96,18 +101,27 @@ impl BtreeIter {
     /// Moves forward from the current leaf until a leaf with entries.
     fn settle_forward(&mut self) {
         while self.pos >= self.count() {
-            let Some(high) = self.high.take() else {
-                self.valid = false;
-                return;
-            };
-            if !self.load(Target::AtOrAfter(&high)) {
+            let mut edge = std::mem::take(&mut self.edge);
+            match self.bounds.high() {
+                Some(high) => Bounds::copy(&mut edge, high),
+                None => {
+                    self.edge = edge;
+                    self.valid = false;
+                    return;
+                }
+            }
+            let loaded = self.load(Target::AtOrAfter(&edge));
+            if loaded {
+                // The tree may have changed since the last leaf was read:
+                // start at the first key not yet seen, wherever it now is.
+                let mut compared = 0;
+                self.pos = page::lower_bound(&self.image, &edge, &mut compared);
+            }
+            self.edge = edge;
+            if !loaded {
                 self.valid = false;
                 return;
             }
-            // The tree may have changed since the last leaf was read: start
-            // at the first key not yet seen, wherever it now is.
-            let mut compared = 0;
-            self.pos = page::lower_bound(&self.image, &high, &mut compared);
         }
         self.valid = true;
     }
@@ -126,7 +140,7 @@ impl BtreeIter {
                 self.valid = true;
                 return;
             }
-            let Some(low) = self.low.take() else {
+            let Some(low) = self.bounds.low().map(<[u8]>::to_vec) else {
                 self.valid = false;
                 return;
             };
@@ -210,7 +224,12 @@ impl InternalIterator for BtreeIter {
         }
         match page::value(&self.image, self.pos) {
             Value::Inline(v) => v,
-            Value::Overflow { .. } => self.overflow.get(&self.pos).map_or(&[], Vec::as_slice),
+            Value::Overflow { .. } => self
+                .overflow
+                .binary_search_by_key(&self.pos, |o| o.0)
+                .ok()
+                .and_then(|i| self.overflow.get(i))
+                .map_or(&[], |o| o.1.as_slice()),
         }
     }
 

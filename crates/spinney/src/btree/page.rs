@@ -160,6 +160,12 @@ pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
     }
 }
 
+/// Whether leaf cell `i` keeps its value in an overflow run (reads the
+/// cell's tag only).
+pub(crate) fn is_overflow(p: &[u8], i: usize) -> bool {
+    p.get(cell_offset(p, i) + 2).is_some_and(|&tag| tag != 0)
+}
+
 /// A branch cell's child.
 pub(crate) fn child(p: &[u8], i: usize) -> u64 {
     u64_at(p, cell_offset(p, i) + 2)

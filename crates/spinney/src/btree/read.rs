@@ -34,11 +34,41 @@ pub(crate) enum Target<'a> {
     Before(&'a [u8]),
 }
 
-/// A leaf found by a read descent, latched, with the separators around it.
+/// The separators around a leaf: every key in it is at or above `low` and
+/// below `high` (None: no bound on that side). Kept in buffers a cursor
+/// reuses from one leaf to the next, so that a descent allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Bounds {
+    low: Vec<u8>,
+    high: Vec<u8>,
+    has_low: bool,
+    has_high: bool,
+}
+
+impl Bounds {
+    pub(crate) fn low(&self) -> Option<&[u8]> {
+        self.has_low.then_some(self.low.as_slice())
+    }
+
+    pub(crate) fn high(&self) -> Option<&[u8]> {
+        self.has_high.then_some(self.high.as_slice())
+    }
+
+    fn clear(&mut self) {
+        self.has_low = false;
+        self.has_high = false;
+    }
+
+    /// Sets `buf` to `key`, reusing its allocation.
+    pub(crate) fn copy(buf: &mut Vec<u8>, key: &[u8]) {
+        buf.clear();
+        buf.extend_from_slice(key);
+    }
+}
+
+/// A leaf found by a read descent, latched.
 pub(crate) struct Leaf<'a> {
     pub guard: ReadGuard,
-    pub low: Option<Vec<u8>>,
-    pub high: Option<Vec<u8>>,
     /// Keeps the pages of the tree this descent went through (and the
     /// overflow runs they name) from being reused while the leaf is read.
     _descent: parking_lot::RwLockReadGuard<'a, ()>,
@@ -81,13 +111,16 @@ pub struct BtreeShape {
 
 impl BtreeTable {
     /// Descends to a leaf with latch coupling. None when the tree is empty.
-    /// The separators around the leaf are copied out only if `bounds`.
+    /// The separators around the leaf are copied into `bounds` if given.
     pub(crate) fn descend(
         &self,
         target: Target<'_>,
-        bounds: bool,
+        mut bounds: Option<&mut Bounds>,
         ctx: &mut ReadContext,
     ) -> Result<Option<Leaf<'_>>> {
+        if let Some(b) = bounds.as_deref_mut() {
+            b.clear();
+        }
         let descent = self.descents.enter();
         let root = self.root.read();
         if root.pgno == 0 {
@@ -113,7 +146,6 @@ impl BtreeTable {
                 }
             }
         }
-        let (mut low, mut high) = (None, None);
         let mut depth = 1;
         loop {
             let p = &guard.image;
@@ -121,8 +153,6 @@ impl BtreeTable {
                 page::KIND_LEAF => {
                     return Ok(Some(Leaf {
                         guard,
-                        low,
-                        high,
                         _descent: descent,
                     }));
                 }
@@ -141,11 +171,16 @@ impl BtreeTable {
                 Target::AtOrAfter(t) => page::branch_position(p, t, &mut ctx.keys_compared),
                 Target::Before(t) => page::lower_bound(p, t, &mut ctx.keys_compared),
             };
-            if bounds && pos > 0 {
-                low = Some(page::ikey(p, pos - 1).to_vec());
-            }
-            if bounds && pos < n {
-                high = Some(page::ikey(p, pos).to_vec());
+            if let Some(b) = bounds.as_deref_mut() {
+                // A deeper level's separator is the tighter one.
+                if pos > 0 {
+                    Bounds::copy(&mut b.low, page::ikey(p, pos - 1));
+                    b.has_low = true;
+                }
+                if pos < n {
+                    Bounds::copy(&mut b.high, page::ikey(p, pos));
+                    b.has_high = true;
+                }
             }
             let child = page::child_at(p, pos);
             let next = self.fetch(child, ctx)?.read_arc();
@@ -217,7 +252,7 @@ impl BtreeTable {
         ctx: &mut ReadContext,
     ) -> Result<Lookup> {
         let newest = internal_key(user_key, SEQNO_MAX, KIND_SEEK);
-        let Some(leaf) = self.descend(Target::AtOrAfter(&newest), false, ctx)? else {
+        let Some(leaf) = self.descend(Target::AtOrAfter(&newest), None, ctx)? else {
             return Ok(Lookup::Absent);
         };
         // Without a snapshot the seqno is read under the leaf's latch: the

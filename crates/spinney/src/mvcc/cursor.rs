@@ -107,38 +107,37 @@ impl<I: InternalIterator> UserCursor<I> {
         false
     }
 
-    fn parse_current(&mut self) -> Option<(Vec<u8>, u64, Kind)> {
-        match ParsedKey::parse(self.iter.key()) {
-            Some(p) => Some((p.user_key.to_vec(), p.seqno, p.kind)),
-            None => {
-                self.error = Some(Error::corruption(
-                    "(table iterator)",
-                    0,
-                    "malformed internal key in a source",
-                ));
-                self.valid = false;
-                None
-            }
-        }
+    fn malformed(&mut self) {
+        self.error = Some(Error::corruption(
+            "(table iterator)",
+            0,
+            "malformed internal key in a source",
+        ));
+        self.valid = false;
     }
 
-    /// Moves forward from the inner position to the first visible put,
-    /// skipping every entry of `skip` (a key already shown or deleted).
-    fn find_next_user_entry(&mut self, mut skip: Option<Vec<u8>>) {
+    /// Moves forward from the inner position to the first visible put. If
+    /// `skipping`, every entry of `self.key` (a key already shown) is
+    /// skipped; so are those of each deleted key met on the way. The key
+    /// and value are copied into buffers the cursor reuses.
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.direction = Direction::Forward;
+        self.valid = false;
         while self.iter.valid() {
-            let Some((user_key, seqno, kind)) = self.parse_current() else {
-                return;
+            let Some(p) = ParsedKey::parse(self.iter.key()) else {
+                return self.malformed();
             };
-            if self.above_upper(&user_key) {
+            if self.above_upper(p.user_key) {
                 break;
             }
-            if seqno <= self.snapshot && skip.as_deref() != Some(user_key.as_slice()) {
-                match kind {
-                    Kind::Delete => skip = Some(user_key),
+            if p.seqno <= self.snapshot && !(skipping && p.user_key == self.key.as_slice()) {
+                self.key.clear();
+                self.key.extend_from_slice(p.user_key);
+                match p.kind {
+                    Kind::Delete => skipping = true,
                     Kind::Put => {
-                        self.key = user_key;
-                        self.value = self.iter.value().to_vec();
+                        self.value.clear();
+                        self.value.extend_from_slice(self.iter.value());
                         self.valid = true;
                         return;
                     }
@@ -146,46 +145,40 @@ impl<I: InternalIterator> UserCursor<I> {
             }
             self.iter.next();
         }
-        self.valid = false;
         self.check_error();
     }
 
     /// Moves backward from the inner position to the previous visible put.
     fn find_prev_user_entry(&mut self) {
         self.direction = Direction::Reverse;
-        let mut found: Option<(Vec<u8>, Vec<u8>)> = None;
+        // The key found so far (with its value) is kept in the cursor's
+        // buffers; a newer version of it replaces it, a newer tombstone
+        // unsets it.
+        let mut found = false;
         while self.iter.valid() {
-            let Some((user_key, seqno, kind)) = self.parse_current() else {
-                return;
+            let Some(p) = ParsedKey::parse(self.iter.key()) else {
+                return self.malformed();
             };
-            if self.below_lower(&user_key) {
+            if self.below_lower(p.user_key) {
                 break;
             }
-            if seqno <= self.snapshot {
-                if let Some((k, _)) = &found {
-                    if user_key.as_slice() < k.as_slice() {
-                        // Every entry of the found key has been seen: it is the answer.
-                        break;
-                    }
+            if p.seqno <= self.snapshot {
+                if found && p.user_key < self.key.as_slice() {
+                    // Every entry of the found key has been seen: it is the answer.
+                    break;
                 }
-                found = match kind {
-                    Kind::Put => Some((user_key, self.iter.value().to_vec())),
-                    Kind::Delete => None,
-                };
+                found = p.kind == Kind::Put;
+                if found {
+                    self.key.clear();
+                    self.key.extend_from_slice(p.user_key);
+                    self.value.clear();
+                    self.value.extend_from_slice(self.iter.value());
+                }
             }
             self.iter.prev();
         }
-        if self.check_error() {
-            return;
-        }
-        match found {
-            Some((k, v)) => {
-                self.key = k;
-                self.value = v;
-                self.valid = true;
-            }
-            None => self.valid = false,
-        }
+        let failed = self.check_error();
+        self.valid = found && !failed;
     }
 
     fn seek_lower(&mut self) {
@@ -245,7 +238,7 @@ impl<I: InternalIterator> UserCursor<I> {
     fn first(&mut self) {
         self.error = None;
         self.seek_lower();
-        self.find_next_user_entry(None);
+        self.find_next_user_entry(false);
     }
 
     /// `seek_to_last` without counting.
@@ -267,7 +260,7 @@ impl<I: InternalIterator> UserCursor<I> {
         }
         self.error = None;
         self.iter.seek(&internal_key(key, SEQNO_MAX, KIND_SEEK));
-        self.find_next_user_entry(None);
+        self.find_next_user_entry(false);
     }
 
     /// The last key `<= key` (and within bounds).
@@ -286,13 +279,12 @@ impl<I: InternalIterator> UserCursor<I> {
             return;
         }
         Self::count_step();
-        let current = std::mem::take(&mut self.key);
         if self.direction == Direction::Reverse {
             // The inner iterator is before the current key's entries.
             self.iter
-                .seek(&internal_key(&current, SEQNO_MAX, KIND_SEEK));
+                .seek(&internal_key(&self.key, SEQNO_MAX, KIND_SEEK));
         }
-        self.find_next_user_entry(Some(current));
+        self.find_next_user_entry(true);
     }
 
     pub(crate) fn prev(&mut self) {
