@@ -219,8 +219,9 @@ impl BtreeTable {
             // Again under the commit lock: a commit that failed while this
             // checkpoint waited for it may have left part of a batch.
             self.check_failed()?;
-            if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() {
-                self.reclaim(&mut st);
+            self.reclaim(&mut st);
+            let trimmed = self.trim_file(&mut st)?;
+            if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() && !trimmed {
                 self.persisted_seqno.fetch_max(seqno, Ordering::AcqRel);
                 self.wal_bytes_at_checkpoint
                     .store(wal_bytes, Ordering::Release);
@@ -318,6 +319,26 @@ impl BtreeTable {
             .micros
             .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         Ok(written.max(1))
+    }
+
+    /// Cuts the file before the free pages that end it, so that a table
+    /// gives space back (`free_space::alloc` takes the lowest free pages,
+    /// so the tree drifts toward the start of the file). Runs in the
+    /// freeze, with writers held back: no page past the cut is allocated
+    /// meanwhile. None of the pages cut is in the durable image or read by
+    /// a descent, and until this checkpoint's header is durable that image
+    /// lists them as free: opened after a crash, it names a longer file
+    /// whose missing tail is free space. True if the file was cut.
+    fn trim_file(&self, st: &mut TreeState) -> Result<bool> {
+        let Some(tail) = st.trim_tail() else {
+            return Ok(false);
+        };
+        let len = st.page_count * self.file.page_size as u64;
+        if let Err(e) = self.file.file.set_len(len) {
+            st.untrim(tail);
+            return Err(e);
+        }
+        Ok(true)
     }
 
     /// The file operations of a checkpoint: the frozen dirty pages, the

@@ -70,6 +70,24 @@ impl TreeState {
         first
     }
 
+    /// Takes the free extent that ends the file, if there is one, out of
+    /// the free space: the file can be cut to its first page. Returns it.
+    pub(super) fn trim_tail(&mut self) -> Option<(u64, u64)> {
+        let (&first, &pages) = self.free.iter().next_back()?;
+        if first + pages != self.page_count {
+            return None;
+        }
+        self.free.remove(&first);
+        self.page_count = first;
+        Some((first, pages))
+    }
+
+    /// Puts back what `trim_tail` took (the file could not be cut).
+    pub(super) fn untrim(&mut self, (first, pages): (u64, u64)) {
+        add_extent(&mut self.free, first, pages);
+        self.page_count = first + pages;
+    }
+
     /// Frees a run: at once if it was allocated since the freeze, else
     /// once the next checkpoint is durable.
     pub(super) fn release(&mut self, first: u64, pages: u64) {

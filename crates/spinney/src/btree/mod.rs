@@ -50,6 +50,7 @@
 //! - `reshape.rs`: split, merge, `tidy` and pruning (`versions_kept`);
 //! - `checkpoint.rs`: checkpoints, creating a file, opening it at its
 //!   newest header;
+//! - `vacuum.rs`: moving pages from the end of the file, to give space back;
 //! - `iter.rs`: the iterator; `verify.rs`: checks and dumps of a file.
 
 mod checkpoint;
@@ -60,6 +61,7 @@ pub(crate) mod page;
 pub(crate) mod pager;
 mod read;
 mod reshape;
+mod vacuum;
 pub(crate) mod verify;
 mod write;
 

@@ -166,6 +166,15 @@ pub(crate) fn is_overflow(p: &[u8], i: usize) -> bool {
     p.get(cell_offset(p, i) + 2).is_some_and(|&tag| tag != 0)
 }
 
+/// Points overflow cell `i` of a leaf at a run starting at `first`.
+pub(crate) fn set_overflow_first(p: &mut [u8], i: usize, first: u64) {
+    let off = cell_offset(p, i);
+    if p.get(off + 2) == Some(&1) {
+        let klen = u16_at(p, off);
+        put_u64(p, off + 3 + klen + 4, first);
+    }
+}
+
 /// A branch cell's child.
 pub(crate) fn child(p: &[u8], i: usize) -> u64 {
     u64_at(p, cell_offset(p, i) + 2)

@@ -335,7 +335,10 @@ impl Core {
     pub(crate) fn compact(&self, db: &DbInner, manual: work::Manual) -> Result<()> {
         match self {
             Core::Lsm(t) => work::compact_manual(db, t, manual),
-            Core::Btree(_) => Ok(()),
+            Core::Btree(t) => match manual {
+                work::Manual::All => work::vacuum_btree(db, t),
+                work::Manual::Level(_) => Ok(()),
+            },
         }
     }
 

@@ -142,7 +142,10 @@ impl Table {
 
     /// Flushes, then merges every file into one sorted run in the last
     /// level, dropping deleted and overwritten entries that no snapshot can
-    /// see. A B-tree table has no levels: this checkpoints it.
+    /// see. A B-tree table is checkpointed, its leaves pruned the same way
+    /// and packed, and the pages at the end of its file moved to free pages
+    /// before them, so that the file is cut to about the pages in use
+    /// (several checkpoints; writers wait for each step, readers do not).
     pub fn compact_all(&self) -> Result<()> {
         self.flush()?;
         self.core.compact(&self.db, work::Manual::All)

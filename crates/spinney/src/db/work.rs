@@ -329,6 +329,41 @@ pub(crate) fn checkpoint_table(db: &DbInner, t: &BtreeTable) -> Result<u64> {
     })
 }
 
+/// `compact_all` of a B-tree table, after its checkpoint (see
+/// `btree::vacuum`): prunes and packs every leaf, and checkpoints, so that
+/// the pages the leaves left are free. Then moves the pages at the end of
+/// the file to free pages before them, and checkpoints twice: the first
+/// makes the moves durable; the second finds the pages they left free and
+/// cuts the file before them. A move copies the pages above a moved page
+/// too, which may land past the cut: the rounds of moves repeat (three at
+/// most) while the file shrinks. A failure poisons the database.
+pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
+    let under_commit_lock = |what: &str, step: &dyn Fn(&Horizon) -> Result<u64>| {
+        let _commit = db.commit.lock();
+        db.check_writable()?;
+        step(&db.horizon()).inspect_err(|e| {
+            db.poison(format!("{what} of table {:?} failed: {e}", t.name));
+        })
+    };
+    if under_commit_lock("packing the leaves", &|h| t.pack_leaves(h))? > 0 {
+        checkpoint_table(db, t)?;
+    }
+    let mut pages = t.quick_shape().1;
+    for _ in 0..3 {
+        let moved = under_commit_lock("moving the pages", &|h| t.vacuum(h))?;
+        if moved > 0 {
+            checkpoint_table(db, t)?;
+        }
+        checkpoint_table(db, t)?;
+        let now = t.quick_shape().1;
+        if moved == 0 || now >= pages {
+            break;
+        }
+        pages = now;
+    }
+    Ok(())
+}
+
 /// Drops a B-tree table: waits for its checkpoint, logs the drop, and
 /// removes its file and cached pages.
 pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {

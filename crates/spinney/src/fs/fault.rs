@@ -867,6 +867,28 @@ impl PagedFile for FaultPagedFile {
         Ok(())
     }
 
+    /// Reads see the new length at once; the durable length changes only
+    /// at the next sync, so a crash before it keeps the old length (with
+    /// whatever pending writes it keeps below it).
+    fn set_len(&self, len: u64) -> Result<()> {
+        let mut state = self.state.lock();
+        state.begin_mutation("truncate", &self.path)?;
+        state.check_generation(self.generation, "truncate", &self.path)?;
+        let len = usize::try_from(len).map_err(|_| {
+            Error::io(
+                "truncate",
+                &self.path,
+                io::Error::new(io::ErrorKind::InvalidInput, "length too large"),
+            )
+        })?;
+        let node = state.node_mut(self.id, "truncate", &self.path)?;
+        node.data.resize(len, 0);
+        if node.durable.len() > len {
+            node.durable_is_prefix = false;
+        }
+        Ok(())
+    }
+
     fn path(&self) -> &Path {
         &self.path
     }

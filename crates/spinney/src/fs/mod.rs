@@ -120,6 +120,9 @@ pub trait PagedFile: Send + Sync {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
     /// Makes every write so far durable.
     fn sync(&self) -> Result<()>;
+    /// Cuts the file to `len` bytes (or grows it with zeros). Durable, like
+    /// writes, only after `sync`: until then a crash may keep either length.
+    fn set_len(&self, len: u64) -> Result<()>;
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
 }

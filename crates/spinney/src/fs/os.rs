@@ -288,6 +288,12 @@ impl PagedFile for OsPagedFile {
         Ok(())
     }
 
+    fn set_len(&self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .map_err(|e| Error::io("truncate", &self.path, e))
+    }
+
     fn path(&self) -> &Path {
         &self.path
     }

@@ -1,0 +1,199 @@
+//! Giving space back (`compact_all` of a B-tree table): packing the leaves,
+//! and moving the pages at the end of the file to free pages before them,
+//! so that checkpoints can cut the file (`checkpoint::trim_file`).
+//! WiredTiger's compact and SQLite's vacuum do the same for their files.
+//!
+//! Packing (`pack_leaves`) prunes every leaf of the versions no reader
+//! needs and packs each run of leaves under one parent into as few pages
+//! as hold it (`tidy`, which packs the leaves a commit group split, does the
+//! work). Deletes leave leaves partly empty, and random inserts leave them
+//! about three quarters full; packed, they are nearly full, until writes
+//! split them again.
+//!
+//! A page moves the way every change moves a page the last checkpoint
+//! wrote: it is copied to the lowest free page and its parent is pointed at
+//! the copy (`write_path`, which copies the parent too if it must). The old
+//! page is retired; once a checkpoint has made the move durable and a
+//! second has found the page free, that checkpoint cuts the file before
+//! the free pages that end it. Overflow runs past the boundary are copied
+//! to lower runs and their leaf cells pointed at them.
+//!
+//! Thread-safety: runs as the writer (holding `tree`), with the caller
+//! holding the commit lock, so no commit group is half applied and the
+//! horizon it passes is current. Readers go on (latch coupling, as with any
+//! write).
+
+use std::sync::atomic::Ordering;
+
+use super::format::FIRST_DATA_PAGE;
+use super::free_space::TreeState;
+use super::page::{self, Value};
+use super::pager::write_run;
+use super::BtreeTable;
+use crate::error::Result;
+use crate::mvcc::Horizon;
+use crate::read_context::ReadContext;
+
+impl BtreeTable {
+    /// Prunes and packs every leaf (see the module comment). Returns the
+    /// leaves it went through. A failure marks the table failed.
+    pub(crate) fn pack_leaves(&self, horizon: &Horizon) -> Result<u64> {
+        let mut st = self.tree.lock();
+        self.check_failed()?;
+        let packed = self
+            .pack_all(&mut st, horizon)
+            .inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))?;
+        self.changes.fetch_add(packed, Ordering::Relaxed);
+        Ok(packed)
+    }
+
+    fn pack_all(&self, st: &mut TreeState, horizon: &Horizon) -> Result<u64> {
+        let mut ctx = ReadContext::default();
+        let (root, height) = self.root.read().place();
+        if root == 0 {
+            return Ok(0);
+        }
+        // The key that routes a descent to each leaf, from the branches.
+        let mut routes: Vec<Vec<u8>> = Vec::new();
+        let mut stack: Vec<(u64, Vec<u8>, u32)> = vec![(root, Vec::new(), 1)];
+        while let Some((pgno, route, depth)) = stack.pop() {
+            if depth == height {
+                routes.push(route);
+                continue;
+            }
+            let frame = self.fetch(pgno, &mut ctx)?;
+            let g = frame.read();
+            let p = &g.image;
+            if page::kind(p) != page::KIND_BRANCH {
+                return Err(self
+                    .file
+                    .corrupt(pgno, "a branch expected above the leaves"));
+            }
+            for pos in 0..=page::count(p) {
+                let child_route = match pos {
+                    0 => route.clone(),
+                    _ => page::ikey(p, pos - 1).to_vec(),
+                };
+                stack.push((page::child_at(p, pos), child_route, depth + 1));
+            }
+        }
+        // Each leaf is made fresh (copied and pruned if the last checkpoint
+        // wrote it) and marked for `tidy`, which packs the runs.
+        for route in &routes {
+            let path = self.write_path(st, route, horizon)?;
+            if let Some((leaf, _)) = path.last() {
+                st.untidy.insert(leaf.read().pgno);
+            }
+        }
+        let leaves = routes.len() as u64;
+        st.untidy_keys.extend(routes);
+        self.tidy(st, horizon)?;
+        Ok(leaves)
+    }
+
+    /// Moves every page of the tree (and every overflow run) that lies at
+    /// or past the page the file would end at if its pages in use were
+    /// packed, to a free page before it where there is one. Returns the
+    /// pages moved. A failure marks the table failed (a move may be half
+    /// done).
+    pub(crate) fn vacuum(&self, horizon: &Horizon) -> Result<u64> {
+        let mut st = self.tree.lock();
+        self.check_failed()?;
+        self.reclaim(&mut st);
+        let in_use = st
+            .page_count
+            .saturating_sub(FIRST_DATA_PAGE + st.free_pages());
+        let boundary = FIRST_DATA_PAGE + in_use;
+        if boundary >= st.page_count {
+            return Ok(0);
+        }
+        let moved = self
+            .move_pages_past(&mut st, boundary, horizon)
+            .inspect_err(|e| self.file.fail(&format!("moving pages failed: {e}")))?;
+        self.changes.fetch_add(moved, Ordering::Relaxed);
+        Ok(moved)
+    }
+
+    fn move_pages_past(&self, st: &mut TreeState, boundary: u64, horizon: &Horizon) -> Result<u64> {
+        let mut ctx = ReadContext::default();
+        let (root, height) = self.root.read().place();
+        if root == 0 {
+            return Ok(0);
+        }
+        // Walk the tree: each page with the key that routes a descent to it
+        // (its lower separator; empty for the leftmost pages). Note the
+        // routes of pages to move, and of leaves with overflow runs to move.
+        let mut routes: Vec<Vec<u8>> = Vec::new();
+        let mut stack: Vec<(u64, Vec<u8>, u32)> = vec![(root, Vec::new(), 1)];
+        while let Some((pgno, route, depth)) = stack.pop() {
+            let frame = self.fetch(pgno, &mut ctx)?;
+            let g = frame.read();
+            let p = &g.image;
+            let mut moves = pgno >= boundary;
+            match page::kind(p) {
+                page::KIND_BRANCH if depth < height => {
+                    for pos in 0..=page::count(p) {
+                        let child_route = match pos {
+                            0 => route.clone(),
+                            _ => page::ikey(p, pos - 1).to_vec(),
+                        };
+                        stack.push((page::child_at(p, pos), child_route, depth + 1));
+                    }
+                }
+                page::KIND_LEAF if depth == height => {
+                    moves |= (0..page::count(p)).any(|i| {
+                        matches!(page::value(p, i),
+                            Value::Overflow { first, pages, .. } if first + u64::from(pages) > boundary)
+                    });
+                }
+                _ => {
+                    return Err(self
+                        .file
+                        .corrupt(pgno, "tree is deeper than its height or not a tree page"))
+                }
+            }
+            if moves {
+                routes.push(route);
+            }
+        }
+        let mut moved = 0u64;
+        for route in routes {
+            // Copies every page on the way that the last checkpoint wrote
+            // to the lowest free page: the page past the boundary among them.
+            let before = st.fresh.len();
+            let path = self.write_path(st, &route, horizon)?;
+            moved += (st.fresh.len() - before) as u64;
+            let Some((leaf, _)) = path.last() else {
+                continue;
+            };
+            let mut g = leaf.write();
+            for i in 0..page::count(&g.image) {
+                let Value::Overflow { first, pages, .. } = page::value(&g.image, i) else {
+                    continue;
+                };
+                if first + u64::from(pages) <= boundary {
+                    continue;
+                }
+                let value = self.read_value(page::value(&g.image, i), &mut ctx)?;
+                let to = st.alloc(u64::from(pages));
+                if to >= first {
+                    // No lower run is free: leave it.
+                    st.release(to, u64::from(pages));
+                    continue;
+                }
+                write_run(
+                    &self.file,
+                    to,
+                    &value,
+                    page::KIND_OVERFLOW,
+                    u64::from(pages),
+                )?;
+                page::set_overflow_first(&mut g.image, i, to);
+                g.dirty.store(true, Ordering::Release);
+                st.release(first, u64::from(pages));
+                moved += u64::from(pages);
+            }
+        }
+        Ok(moved)
+    }
+}
