@@ -55,6 +55,7 @@ pub(crate) mod lsm;
 pub(crate) mod manifest;
 pub(crate) mod mvcc;
 pub mod options;
+pub(crate) mod prefetch;
 pub(crate) mod read_context;
 pub(crate) mod wal;
 

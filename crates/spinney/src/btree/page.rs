@@ -243,20 +243,9 @@ pub(crate) fn cell_bytes(p: &[u8], i: usize) -> &[u8] {
 /// coming one after the other.
 #[inline]
 fn prefetch_cell(p: &[u8], i: usize) {
-    #[cfg(target_arch = "x86_64")]
     if i < count(p) {
-        if let Some(cell) = p.get(cell_offset(p, i)..) {
-            // SAFETY: a prefetch is a hint; it reads nothing the program
-            // sees and cannot fault, and the pointer is inside `p`.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    cell.as_ptr().cast(),
-                );
-            }
-        }
+        crate::prefetch::prefetch(p.get(cell_offset(p, i)..).unwrap_or_default());
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, i);
 }
 
 pub(crate) fn lower_bound(p: &[u8], target: &[u8], compared: &mut u64) -> usize {

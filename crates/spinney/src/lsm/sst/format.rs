@@ -32,7 +32,12 @@ const FOOTER_HANDLES_BYTES: usize = 3 * BLOCK_HANDLE_BYTES_MAX;
 pub(crate) const FOOTER_BYTES: usize = FOOTER_HANDLES_BYTES + 4 + 8 + 4;
 
 /// Entries between restart points of a data block (keys stored whole).
-pub(crate) const RESTART_INTERVAL: usize = 16;
+/// 8 rather than LevelDB's 16: a point read scans half as many entries
+/// after its binary search, for about 1% more bytes (2M keys of 16 bytes,
+/// fully compacted: readrandom 434-448k -> 481k ops/s, seekrandom
+/// 258-261k -> 271k; interval 4 was no faster and 3% larger). Readers
+/// accept any interval.
+pub(crate) const RESTART_INTERVAL: usize = 8;
 
 /// Entries between restart points of an index block: every key is whole,
 /// so a seek is a binary search with no scan after it (LevelDB's choice

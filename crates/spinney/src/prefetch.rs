@@ -1,0 +1,21 @@
+//! A hint to the CPU to start loading the cache line of a byte it will soon
+//! read. A binary search whose probes are cache misses prefetches what it
+//! may probe next, so that the misses overlap instead of coming one after
+//! the other (B-tree pages, SST blocks).
+
+/// Starts loading the line that holds `bytes[0]` (nothing if empty).
+#[inline]
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if !bytes.is_empty() {
+        // SAFETY: a prefetch is a hint; it reads nothing the program sees
+        // and cannot fault, and the pointer is inside `bytes`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                bytes.as_ptr().cast(),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
