@@ -93,9 +93,10 @@ pub(crate) fn dump(fs: &dyn Fs, path: &Path, out: &mut dyn Write) -> Result<()> 
     if let Some(filter) = sst.filter() {
         writeln!(
             out,
-            "  filter:          {} bytes, {} probes",
+            "  filter:          {} bytes, {} probes, {}",
             filter.bytes(),
-            filter.num_probes()
+            filter.num_probes(),
+            filter.form()
         )
         .map_err(w)?;
     }
