@@ -243,11 +243,23 @@ impl BtreeTable {
             )
         };
         let mut left = self.fetch(left_pgno, &mut ctx)?;
+        let right = self.fetch(right_pgno, &mut ctx)?;
+        let limit = self.file.image_len() * 3 / 4;
+        // Whether the pair fits, before copying or latching anything: a
+        // small leaf is most often a new one that a split of an ordered
+        // load left, beside a full one. (Copying the left page only prunes
+        // it, so a pair that does not fit now does not fit after.)
+        let fits = |l: &[u8], r: &[u8]| {
+            page::kind(l) == page::KIND_LEAF
+                && page::kind(r) == page::KIND_LEAF
+                && page::used(l) + page::used(r) <= limit
+        };
+        if !fits(&left.read().image, &right.read().image) {
+            return Ok(());
+        }
         if !st.fresh.contains(&left_pgno) {
             left = self.copy_page(st, &left, Some(parent), left_pos, horizon)?;
         }
-        let right = self.fetch(right_pgno, &mut ctx)?;
-        let limit = self.file.image_len() * 3 / 4;
         let mut root = self.root.write();
         let mut guards: Vec<WriteGuard> = path
             .iter()
@@ -256,10 +268,7 @@ impl BtreeTable {
             .collect();
         let mut lg = left.write_arc();
         let rg = right.write_arc();
-        if page::kind(&lg.image) != page::KIND_LEAF
-            || page::kind(&rg.image) != page::KIND_LEAF
-            || page::used(&lg.image) + page::used(&rg.image) > limit
-        {
+        if !fits(&lg.image, &rg.image) {
             return Ok(());
         }
         let mut cells: Vec<Vec<u8>> = (0..page::count(&lg.image))

@@ -21,10 +21,9 @@ use super::format::max_cell_len;
 use super::free_space::TreeState;
 use super::page::{self, Value};
 use super::pager::{write_handed_back, write_run, Frame};
-use super::reshape::last_version;
 use super::{BtreeTable, Root};
 use crate::error::Result;
-use crate::mvcc::key::{self, internal_key, Kind};
+use crate::mvcc::key::{self, internal_key, Kind, ParsedKey};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -126,9 +125,11 @@ impl BtreeTable {
         if page::insert(p, pos, &cell) {
             g.dirty.store(true, Ordering::Release);
             let small = page::used(&g.image) < g.image.len() / 4;
-            let continues = last_version(&g.image)
-                .filter(|(k, _)| k.as_slice() == user_key)
-                .map(|(_, seqno)| seqno);
+            let continues = page::count(&g.image)
+                .checked_sub(1)
+                .and_then(|last| ParsedKey::parse(page::ikey(&g.image, last)))
+                .filter(|k| k.user_key == user_key)
+                .map(|k| k.seqno);
             drop(g);
             let continues = continues.filter(|_| next_leaf_may_hold(&path, user_key));
             if let Some(seqno) = continues {
