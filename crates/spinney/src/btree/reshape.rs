@@ -316,6 +316,16 @@ impl BtreeTable {
     /// few pages as hold them. Without this, a workload that rewrites keys
     /// in order in large batches leaves the tree half empty for good.
     pub(crate) fn tidy(&self, st: &mut TreeState, horizon: &Horizon) -> Result<()> {
+        self.tidy_leaving(st, horizon, 0)
+    }
+
+    /// `tidy`, leaving `slack` bytes of each packed page free.
+    pub(super) fn tidy_leaving(
+        &self,
+        st: &mut TreeState,
+        horizon: &Horizon,
+        slack: usize,
+    ) -> Result<()> {
         if st.untidy_keys.is_empty() {
             return Ok(());
         }
@@ -323,15 +333,18 @@ impl BtreeTable {
         let mut keys = std::mem::take(&mut st.untidy_keys);
         keys.sort_unstable();
         keys.dedup();
-        let packed = keys.iter().try_for_each(|ik| self.repack(st, ik, horizon));
+        let packed = keys
+            .iter()
+            .try_for_each(|ik| self.repack(st, ik, horizon, slack));
         st.untidy.clear();
         write_handed_back(&self.cache);
         packed.inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))
     }
 
     /// Prunes and packs the run of untidy leaves around the leaf of `ik`,
-    /// under one parent (see `tidy`).
-    fn repack(&self, st: &mut TreeState, ik: &[u8], horizon: &Horizon) -> Result<()> {
+    /// under one parent (see `tidy`), leaving `slack` bytes of each page
+    /// free.
+    fn repack(&self, st: &mut TreeState, ik: &[u8], horizon: &Horizon, slack: usize) -> Result<()> {
         let path = self.write_path(st, ik, horizon)?;
         let Some((leaf, pos)) = path.last() else {
             return Ok(());
@@ -428,7 +441,7 @@ impl BtreeTable {
                 dropped.push(c);
             }
         }
-        let room = self.file.image_len() - page::HEADER;
+        let room = (self.file.image_len() - page::HEADER).saturating_sub(slack);
         let cuts = match pack(&kept, room, leaves.len()) {
             Some(cuts) => cuts,
             // Pruned where they are, unless that empties one.

@@ -5,10 +5,11 @@
 //!
 //! Packing (`pack_leaves`) prunes every leaf of the versions no reader
 //! needs and packs each run of leaves under one parent into as few pages
-//! as hold it (`tidy`, which packs the leaves a commit group split, does the
-//! work). Deletes leave leaves partly empty, and random inserts leave them
-//! about three quarters full; packed, they are nearly full, until writes
-//! split them again.
+//! as hold it, leaving a 32nd of each free (`tidy`, which packs the leaves
+//! a commit group split, does the work). Deletes leave leaves partly empty,
+//! and random inserts leave them about three quarters full; packed, they
+//! are nearly full: overwrites keep them so, and new keys split them, as in
+//! any B-tree packed by its vacuum (SQLite's) or rebuild (InnoDB's).
 //!
 //! A page moves the way every change moves a page the last checkpoint
 //! wrote: it is copied to the lowest free page and its parent is pointed at
@@ -24,15 +25,30 @@
 //! write).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::format::FIRST_DATA_PAGE;
 use super::free_space::TreeState;
 use super::page::{self, Value};
-use super::pager::write_run;
+use super::pager::{write_handed_back, write_run};
 use super::BtreeTable;
 use crate::error::Result;
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
+
+/// Leaves made fresh and packed at a time by `pack_leaves`.
+const PACK_CHUNK: usize = 1024;
+
+/// `pack_leaves` leaves a page's 1/PACK_SLACK free: room for a new version
+/// of a key, after which the leaf prunes the versions new ones replaced
+/// instead of splitting (an insert takes the room while 1/32 of the page
+/// is free; `apply_entry`). 1M keys loaded in order and overwritten: an
+/// overwrite of every key ran at 139k ops/s and kept the leaves 98.6% full;
+/// after `compact_all` (96.1% full) it ran at 144k and kept them 98.6% full.
+/// Writes that add keys split packed leaves all the same: a 2M-key table
+/// whose overwrite added 10% new keys went from 92% to 67% full (from 79%
+/// to 80% without the pack).
+const PACK_SLACK: usize = 32;
 
 impl BtreeTable {
     /// Prunes and packs every leaf (see the module comment). Returns the
@@ -78,16 +94,23 @@ impl BtreeTable {
             }
         }
         // Each leaf is made fresh (copied and pruned if the last checkpoint
-        // wrote it) and marked for `tidy`, which packs the runs.
-        for route in &routes {
-            let path = self.write_path(st, route, horizon)?;
-            if let Some((leaf, _)) = path.last() {
-                st.untidy.insert(leaf.read().pgno);
-            }
-        }
+        // wrote it) and marked for `tidy`, which packs the runs. In chunks,
+        // each followed by the write of the dirty pages the cache handed
+        // back meanwhile (`tidy` writes them at its end): the copies of a
+        // table larger than the cache are written as they go, not held.
         let leaves = routes.len() as u64;
-        st.untidy_keys.extend(routes);
-        self.tidy(st, horizon)?;
+        for chunk in routes.chunks(PACK_CHUNK) {
+            for route in chunk {
+                let path = self.write_path(st, route, horizon)?;
+                if let Some((leaf, _)) = path.last() {
+                    st.untidy.insert(leaf.read().pgno);
+                }
+                drop(path);
+                write_handed_back(&self.cache);
+            }
+            st.untidy_keys.extend_from_slice(chunk);
+            self.tidy_leaving(st, horizon, self.file.image_len() / PACK_SLACK)?;
+        }
         Ok(leaves)
     }
 
@@ -166,6 +189,9 @@ impl BtreeTable {
             let Some((leaf, _)) = path.last() else {
                 continue;
             };
+            let leaf = Arc::clone(leaf);
+            drop(path);
+            write_handed_back(&self.cache);
             let mut g = leaf.write();
             for i in 0..page::count(&g.image) {
                 let Value::Overflow { first, pages, .. } = page::value(&g.image, i) else {
