@@ -333,7 +333,7 @@ impl Block {
     ) -> Result<usize, (usize, &'static str)> {
         // A data block has a few restart points (a 4 KiB block of 100-byte
         // values about five): start loading each probe's entry at once.
-        if hi - lo <= PREFETCH_RESTARTS {
+        if hi.saturating_sub(lo) <= PREFETCH_RESTARTS {
             for i in lo..hi {
                 prefetch(self.data.get(self.restart_point(i)..).unwrap_or_default());
             }
