@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use spinney::{CompactionOptions, CompactionStyle, Db, Options, TableOptions, WriteBatch};
+use spinney::{CompactionOptions, CompactionStyle, Db, Options, Table, TableOptions, WriteBatch};
 
 const KEYS: u64 = 200_000;
 const OVERWRITES: u64 = 5;
@@ -42,6 +42,30 @@ fn files(dir: &Path) -> Vec<(String, u64)> {
         .collect();
     files.sort();
     files
+}
+
+/// Writes every key `OVERWRITES` times (in batches of `BATCH`), then
+/// deletes the keys `deleted` picks. Returns the last value written.
+fn write_then_delete(db: &Db, table: &Table, deleted: impl Fn(u64) -> bool) -> Vec<u8> {
+    let mut value = vec![b'v'; VALUE_BYTES as usize];
+    for pass in 0..OVERWRITES {
+        value[0] = b'0' + pass as u8;
+        for start in (0..KEYS).step_by(BATCH as usize) {
+            let mut batch = WriteBatch::new();
+            for i in start..start + BATCH {
+                batch.put(table, &key(i), &value);
+            }
+            db.write(batch).expect("write");
+        }
+    }
+    for start in (0..KEYS).step_by(BATCH as usize) {
+        let mut batch = WriteBatch::new();
+        for i in (start..start + BATCH).filter(|&i| deleted(i)) {
+            batch.delete(table, &key(i));
+        }
+        db.write(batch).expect("delete");
+    }
+    value
 }
 
 /// Writes, overwrites and deletes as the module comment says, then asserts
@@ -71,25 +95,8 @@ fn space_after_overwrites_and_deletes(style: CompactionStyle) {
             },
         )
         .expect("create");
-    let mut value = vec![b'v'; VALUE_BYTES as usize];
-    for pass in 0..OVERWRITES {
-        value[0] = b'0' + pass as u8;
-        for start in (0..KEYS).step_by(BATCH as usize) {
-            let mut batch = WriteBatch::new();
-            for i in start..start + BATCH {
-                batch.put(&table, &key(i), &value);
-            }
-            db.write(batch).expect("write");
-        }
-    }
     // Delete every odd key.
-    for start in (0..KEYS).step_by(BATCH as usize) {
-        let mut batch = WriteBatch::new();
-        for i in (start..start + BATCH).filter(|i| i % 2 == 1) {
-            batch.delete(&table, &key(i));
-        }
-        db.write(batch).expect("delete");
-    }
+    let value = write_then_delete(&db, &table, |i| i % 2 == 1);
     table.compact_all().expect("compact all");
     db.wait_for_compaction().expect("wait");
 
@@ -172,24 +179,7 @@ fn btree_table_after_overwrites_and_deletes_gives_space_back_with_compact_all() 
     )
     .expect("open");
     let table = db.create_table("t", TableOptions::btree()).expect("create");
-    let mut value = vec![b'v'; VALUE_BYTES as usize];
-    for pass in 0..OVERWRITES {
-        value[0] = b'0' + pass as u8;
-        for start in (0..KEYS).step_by(BATCH as usize) {
-            let mut batch = WriteBatch::new();
-            for i in start..start + BATCH {
-                batch.put(&table, &key(i), &value);
-            }
-            db.write(batch).expect("write");
-        }
-    }
-    for start in (0..KEYS).step_by(BATCH as usize) {
-        let mut batch = WriteBatch::new();
-        for i in (start..start + BATCH).filter(|i| i % 4 != 0) {
-            batch.delete(&table, &key(i));
-        }
-        db.write(batch).expect("delete");
-    }
+    let value = write_then_delete(&db, &table, |i| i % 4 != 0);
     db.checkpoint().expect("checkpoint");
     let before = files(dir.path());
     let file_bytes = |files: &[(String, u64)]| -> u64 {
@@ -232,7 +222,7 @@ fn btree_table_after_overwrites_and_deletes_gives_space_back_with_compact_all() 
     }
     // `verify` counts versions: a few older versions and tombstones stay
     // where pruning cannot tell that nothing older is in the leaf before.
-    let count = |t: &spinney::Table| {
+    let count = |t: &Table| {
         t.iter()
             .expect("iter")
             .collect::<spinney::Result<Vec<_>>>()

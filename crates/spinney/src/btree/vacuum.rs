@@ -64,35 +64,8 @@ impl BtreeTable {
     }
 
     fn pack_all(&self, st: &mut TreeState, horizon: &Horizon) -> Result<u64> {
-        let mut ctx = ReadContext::default();
-        let (root, height) = self.root.read().place();
-        if root == 0 {
-            return Ok(0);
-        }
-        // The key that routes a descent to each leaf, from the branches.
-        let mut routes: Vec<Vec<u8>> = Vec::new();
-        let mut stack: Vec<(u64, Vec<u8>, u32)> = vec![(root, Vec::new(), 1)];
-        while let Some((pgno, route, depth)) = stack.pop() {
-            if depth == height {
-                routes.push(route);
-                continue;
-            }
-            let frame = self.fetch(pgno, &mut ctx)?;
-            let g = frame.read();
-            let p = &g.image;
-            if page::kind(p) != page::KIND_BRANCH {
-                return Err(self
-                    .file
-                    .corrupt(pgno, "a branch expected above the leaves"));
-            }
-            for pos in 0..=page::count(p) {
-                let child_route = match pos {
-                    0 => route.clone(),
-                    _ => page::ikey(p, pos - 1).to_vec(),
-                };
-                stack.push((page::child_at(p, pos), child_route, depth + 1));
-            }
-        }
+        // Every leaf, found from the branches (leaves are not read).
+        let routes = self.routes(false, |_, page| page.is_none())?;
         // Each leaf is made fresh (copied and pruned if the last checkpoint
         // wrote it) and marked for `tidy`, which packs the runs. In chunks,
         // each followed by the write of the dirty pages the cache handed
@@ -112,6 +85,56 @@ impl BtreeTable {
             self.tidy_leaving(st, horizon, self.file.image_len() / PACK_SLACK)?;
         }
         Ok(leaves)
+    }
+
+    /// Walks the tree and returns, for each page `pick` chooses, the key
+    /// that routes a descent to it (its lower separator; empty for the
+    /// leftmost pages). `pick` gets each page's number and image; leaves
+    /// are read (and their image given) only if `read_leaves`.
+    fn routes(
+        &self,
+        read_leaves: bool,
+        pick: impl Fn(u64, Option<&[u8]>) -> bool,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut ctx = ReadContext::default();
+        let (root, height) = self.root.read().place();
+        let mut routes = Vec::new();
+        if root == 0 {
+            return Ok(routes);
+        }
+        let mut stack: Vec<(u64, Vec<u8>, u32)> = vec![(root, Vec::new(), 1)];
+        while let Some((pgno, route, depth)) = stack.pop() {
+            if depth == height && !read_leaves {
+                if pick(pgno, None) {
+                    routes.push(route);
+                }
+                continue;
+            }
+            let frame = self.fetch(pgno, &mut ctx)?;
+            let g = frame.read();
+            let p = &g.image;
+            match page::kind(p) {
+                page::KIND_BRANCH if depth < height => {
+                    for pos in 0..=page::count(p) {
+                        let child_route = match pos {
+                            0 => route.clone(),
+                            _ => page::ikey(p, pos - 1).to_vec(),
+                        };
+                        stack.push((page::child_at(p, pos), child_route, depth + 1));
+                    }
+                }
+                page::KIND_LEAF if depth == height => {}
+                _ => {
+                    return Err(self
+                        .file
+                        .corrupt(pgno, "tree is deeper than its height or not a tree page"))
+                }
+            }
+            if pick(pgno, Some(p)) {
+                routes.push(route);
+            }
+        }
+        Ok(routes)
     }
 
     /// Moves every page of the tree (and every overflow run) that lies at
@@ -139,46 +162,18 @@ impl BtreeTable {
 
     fn move_pages_past(&self, st: &mut TreeState, boundary: u64, horizon: &Horizon) -> Result<u64> {
         let mut ctx = ReadContext::default();
-        let (root, height) = self.root.read().place();
-        if root == 0 {
-            return Ok(0);
-        }
-        // Walk the tree: each page with the key that routes a descent to it
-        // (its lower separator; empty for the leftmost pages). Note the
-        // routes of pages to move, and of leaves with overflow runs to move.
-        let mut routes: Vec<Vec<u8>> = Vec::new();
-        let mut stack: Vec<(u64, Vec<u8>, u32)> = vec![(root, Vec::new(), 1)];
-        while let Some((pgno, route, depth)) = stack.pop() {
-            let frame = self.fetch(pgno, &mut ctx)?;
-            let g = frame.read();
-            let p = &g.image;
-            let mut moves = pgno >= boundary;
-            match page::kind(p) {
-                page::KIND_BRANCH if depth < height => {
-                    for pos in 0..=page::count(p) {
-                        let child_route = match pos {
-                            0 => route.clone(),
-                            _ => page::ikey(p, pos - 1).to_vec(),
-                        };
-                        stack.push((page::child_at(p, pos), child_route, depth + 1));
-                    }
-                }
-                page::KIND_LEAF if depth == height => {
-                    moves |= (0..page::count(p)).any(|i| {
-                        matches!(page::value(p, i),
-                            Value::Overflow { first, pages, .. } if first + u64::from(pages) > boundary)
-                    });
-                }
-                _ => {
-                    return Err(self
-                        .file
-                        .corrupt(pgno, "tree is deeper than its height or not a tree page"))
-                }
-            }
-            if moves {
-                routes.push(route);
-            }
-        }
+        // The pages to move, and the leaves with overflow runs to move.
+        let routes = self.routes(true, |pgno, page| {
+            pgno >= boundary
+                || page.is_some_and(|p| {
+                    page::kind(p) == page::KIND_LEAF
+                        && (0..page::count(p)).any(|i| {
+                            matches!(page::value(p, i),
+                                Value::Overflow { first, pages, .. }
+                                    if first + u64::from(pages) > boundary)
+                        })
+                })
+        })?;
         let mut moved = 0u64;
         for route in routes {
             // Copies every page on the way that the last checkpoint wrote
