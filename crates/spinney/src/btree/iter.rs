@@ -101,15 +101,12 @@ impl BtreeIter {
     /// Moves forward from the current leaf until a leaf with entries.
     fn settle_forward(&mut self) {
         while self.pos >= self.count() {
-            let mut edge = std::mem::take(&mut self.edge);
-            match self.bounds.high() {
-                Some(high) => Bounds::copy(&mut edge, high),
-                None => {
-                    self.edge = edge;
-                    self.valid = false;
-                    return;
-                }
-            }
+            let Some(high) = self.bounds.high() else {
+                self.valid = false;
+                return;
+            };
+            Bounds::copy(&mut self.edge, high);
+            let edge = std::mem::take(&mut self.edge);
             let loaded = self.load(Target::AtOrAfter(&edge));
             if loaded {
                 // The tree may have changed since the last leaf was read:

@@ -550,11 +550,14 @@ fn versions_kept(
     keep
 }
 
+/// The key of a leaf's last cell, parsed.
+pub(super) fn last_key(p: &[u8]) -> Option<ParsedKey<'_>> {
+    ParsedKey::parse(page::ikey(p, page::count(p).checked_sub(1)?))
+}
+
 /// The user key and seqno of a leaf's last cell.
 pub(super) fn last_version(p: &[u8]) -> Option<(Vec<u8>, u64)> {
-    let n = page::count(p);
-    let k = ParsedKey::parse(page::ikey(p, n.checked_sub(1)?))?;
-    Some((k.user_key.to_vec(), k.seqno))
+    last_key(p).map(|k| (k.user_key.to_vec(), k.seqno))
 }
 
 /// The key of a raw cell.

@@ -167,11 +167,8 @@ impl BtreeTable {
             pgno >= boundary
                 || page.is_some_and(|p| {
                     page::kind(p) == page::KIND_LEAF
-                        && (0..page::count(p)).any(|i| {
-                            matches!(page::value(p, i),
-                                Value::Overflow { first, pages, .. }
-                                    if first + u64::from(pages) > boundary)
-                        })
+                        && (0..page::count(p))
+                            .any(|i| run_past(page::value(p, i), boundary).is_some())
                 })
         })?;
         let mut moved = 0u64;
@@ -189,13 +186,11 @@ impl BtreeTable {
             write_handed_back(&self.cache);
             let mut g = leaf.write();
             for i in 0..page::count(&g.image) {
-                let Value::Overflow { first, pages, .. } = page::value(&g.image, i) else {
+                let v = page::value(&g.image, i);
+                let Some((first, pages)) = run_past(v, boundary) else {
                     continue;
                 };
-                if first + u64::from(pages) <= boundary {
-                    continue;
-                }
-                let value = self.read_value(page::value(&g.image, i), &mut ctx)?;
+                let value = self.read_value(v, &mut ctx)?;
                 let to = st.alloc(u64::from(pages));
                 if to >= first {
                     // No lower run is free: leave it.
@@ -216,5 +211,15 @@ impl BtreeTable {
             }
         }
         Ok(moved)
+    }
+}
+
+/// The overflow run of a value, if it reaches `boundary` or past it.
+fn run_past(v: Value<'_>, boundary: u64) -> Option<(u64, u32)> {
+    match v {
+        Value::Overflow { first, pages, .. } if first + u64::from(pages) > boundary => {
+            Some((first, pages))
+        }
+        _ => None,
     }
 }

@@ -21,9 +21,10 @@ use super::format::max_cell_len;
 use super::free_space::TreeState;
 use super::page::{self, Value};
 use super::pager::{write_handed_back, write_run, Frame};
+use super::reshape::last_key;
 use super::{BtreeTable, Root};
 use crate::error::Result;
-use crate::mvcc::key::{self, internal_key, Kind, ParsedKey};
+use crate::mvcc::key::{self, internal_key, Kind};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -125,9 +126,7 @@ impl BtreeTable {
         if page::insert(p, pos, &cell) {
             g.dirty.store(true, Ordering::Release);
             let small = page::used(&g.image) < g.image.len() / 4;
-            let continues = page::count(&g.image)
-                .checked_sub(1)
-                .and_then(|last| ParsedKey::parse(page::ikey(&g.image, last)))
+            let continues = last_key(&g.image)
                 .filter(|k| k.user_key == user_key)
                 .map(|k| k.seqno);
             drop(g);

@@ -15,8 +15,8 @@
 //! `M = 0x9E37_79B9`), bit `b` being bit `b % 8` of the line's byte `b / 8`.
 //! A point read then waits for one cache miss, not one per probe, for an
 //! eighth more false positives (0.94% against 0.83% at 10 bits per key;
-//! the cache-local bloom of RocksDB's format 5 filters). A **spread** filter (files written before 2026-11-24) sets
-//! the probes `(h + j * delta) mod (8 * n_bytes)`, `delta = rotl(h, 32) | 1`
+//! the cache-local bloom of RocksDB's format 5 filters). A **spread**
+//! filter (files written before 2026-11-24) sets the probes `(h + j * delta) mod (8 * n_bytes)`, `delta = rotl(h, 32) | 1`
 //! (double hashing, Kirsch and Mitzenmacher).
 //!
 //! Thread-safety: a built `BloomFilter` is immutable and shared.
@@ -53,6 +53,21 @@ fn probes_for(bits_per_key: u32) -> u8 {
     (u64::from(bits_per_key) * 69 / 100).clamp(1, u64::from(PROBES_MAX)) as u8
 }
 
+/// Whether bit `bit` of `bytes` is set (bit `b` is bit `b % 8` of byte
+/// `b / 8`); false past the end.
+fn has_bit(bytes: &[u8], bit: usize) -> bool {
+    bytes
+        .get(bit / 8)
+        .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
+}
+
+/// Sets bit `bit` of `bytes` (nothing past the end).
+fn set_bit(bytes: &mut [u8], bit: usize) {
+    if let Some(byte) = bytes.get_mut(bit / 8) {
+        *byte |= 1 << (bit % 8);
+    }
+}
+
 /// The probes of a spread filter.
 fn spread_probes(hash: u64, num_probes: u8, num_bits: u64) -> impl Iterator<Item = u64> {
     let delta = hash.rotate_left(32) | 1;
@@ -84,11 +99,9 @@ pub(crate) fn build(hashes: &[u64], bits_per_key: u32) -> Vec<u8> {
     let num_lines = bits.div_ceil(8 * LINE_BYTES as u64) as usize;
     let mut out = vec![0u8; num_lines * LINE_BYTES];
     for &h in hashes {
-        let base = line_of(h, num_lines) * LINE_BYTES;
+        let base = line_of(h, num_lines) * LINE_BYTES * 8;
         for bit in line_probes(h, num_probes) {
-            if let Some(byte) = out.get_mut(base + bit / 8) {
-                *byte |= 1 << (bit % 8);
-            }
+            set_bit(&mut out, base + bit);
         }
     }
     out.push(BLOCKED | num_probes);
@@ -155,18 +168,11 @@ impl BloomFilter {
                 let Some(line) = lines.get(line_of(h, lines.len())) else {
                     return true;
                 };
-                line_probes(h, self.num_probes).all(|bit| {
-                    line.0
-                        .get(bit / 8)
-                        .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
-                })
+                line_probes(h, self.num_probes).all(|bit| has_bit(&line.0, bit))
             }
             Bits::Spread(bits) => {
                 let num_bits = bits.len() as u64 * 8;
-                spread_probes(h, self.num_probes, num_bits).all(|bit| {
-                    bits.get((bit / 8) as usize)
-                        .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
-                })
+                spread_probes(h, self.num_probes, num_bits).all(|bit| has_bit(bits, bit as usize))
             }
         }
     }
@@ -249,9 +255,7 @@ mod tests {
         let mut out = vec![0u8; (num_bits / 8) as usize];
         for &h in hashes {
             for bit in spread_probes(h, num_probes, num_bits) {
-                if let Some(byte) = out.get_mut((bit / 8) as usize) {
-                    *byte |= 1 << (bit % 8);
-                }
+                set_bit(&mut out, bit as usize);
             }
         }
         out.push(num_probes);
