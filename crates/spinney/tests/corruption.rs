@@ -643,7 +643,9 @@ fn bt_layout(bytes: &[u8]) -> Layout {
     while let Some((p, depth)) = stack.pop() {
         let image = &page(p)[12..];
         let count = le_u16(image, 2) as usize;
-        let cell = |i: usize| le_u16(image, 16 + 2 * i) as usize;
+        // Slots of 6 bytes (a cell's offset, its key's head) after a
+        // 16-byte header.
+        let cell = |i: usize| le_u16(image, 16 + 6 * i) as usize;
         if depth < height {
             assert_eq!(image[0], 2, "page {p} is a branch");
             layout.branches.push(p);
@@ -655,10 +657,12 @@ fn bt_layout(bytes: &[u8]) -> Layout {
             assert_eq!(image[0], 1, "page {p} is a leaf");
             layout.leaves.push(p);
             for i in 0..count {
+                // The key's length, its top bit set for an overflow value.
                 let off = cell(i);
-                let klen = le_u16(image, off) as usize;
-                if image[off + 2] == 1 {
-                    layout.overflow.push(le_u64(image, off + 3 + klen + 4));
+                let field = le_u16(image, off) as usize;
+                if field & 0x8000 != 0 {
+                    let klen = field & 0x7fff;
+                    layout.overflow.push(le_u64(image, off + 2 + klen + 4));
                 }
             }
         }

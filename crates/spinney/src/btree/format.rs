@@ -31,7 +31,9 @@ use crate::options::Compression;
 /// Pages 0 and 1 hold the two header slots; data pages start at 2.
 pub(crate) const FIRST_DATA_PAGE: u64 = 2;
 const HEADER_MAGIC: &[u8; 8] = b"SPNYBTR1";
-const HEADER_VERSION: u32 = 1;
+/// 2: slots hold key heads, page headers a prefix length (1 had neither;
+/// this build refuses its files).
+const HEADER_VERSION: u32 = 2;
 /// Bytes of a header slot.
 pub(crate) const HEADER_BYTES: usize = 88;
 /// Bytes of the checksummed part of a header slot (the checksum follows).
@@ -41,6 +43,8 @@ const HEADER_BODY_BYTES: usize = 72;
 pub(crate) const DISK_HEADER: usize = 12;
 /// Bytes of the image header.
 pub(crate) const HEADER: usize = 16;
+/// Bytes of a slot: a cell's offset and its key's head.
+pub(crate) const SLOT: usize = 6;
 
 // Page kinds, in the image's first byte. On disk: never renumber.
 pub(crate) const KIND_LEAF: u8 = 1;
@@ -62,11 +66,11 @@ pub(crate) const FREE_EXTENT_BYTES: usize = 16;
 /// The largest user key a B-tree table with `page_size` pages takes: a
 /// quarter of a page, so that every page holds at least four cells.
 pub(crate) fn max_key_len(page_size: usize) -> usize {
-    max_cell_len(page_size) - 2 - 1 - 4 - 8 - 4 - key::TRAILER_BYTES
+    max_cell_len(page_size) - 2 - 4 - 8 - 4 - key::TRAILER_BYTES
 }
 
 pub(crate) fn max_cell_len(page_size: usize) -> usize {
-    (page_size - DISK_HEADER - HEADER) / 4 - 2
+    (page_size - DISK_HEADER - HEADER) / 4 - SLOT
 }
 
 /// The durable state a header slot records.
@@ -118,8 +122,14 @@ impl Checkpoint {
         if crc32c(body) != u32_at(b, HEADER_BODY_BYTES) {
             return Err("header checksum mismatch".into());
         }
-        if u32_at(b, 8) != HEADER_VERSION {
-            return Err(format!("unknown header version {}", u32_at(b, 8)));
+        match u32_at(b, 8) {
+            HEADER_VERSION => {}
+            1 => {
+                return Err("header version 1: a file of an earlier spinney, whose \
+                            pages have no key heads; this build reads version 2"
+                    .into())
+            }
+            v => return Err(format!("unknown header version {v}")),
         }
         if u32_at(b, 12) as usize != page_size || u32_at(b, 16) != table_id {
             return Err(format!(
@@ -288,7 +298,7 @@ mod tests {
         // Goal: the slot is laid out byte for byte as docs/format.md says.
         let mut expected = Vec::new();
         expected.extend_from_slice(b"SPNYBTR1");
-        expected.extend_from_slice(&[1, 0, 0, 0]); // header version
+        expected.extend_from_slice(&[2, 0, 0, 0]); // header version
         expected.extend_from_slice(&[0x00, 0x20, 0, 0]); // page_size 8192
         expected.extend_from_slice(&[3, 0, 0, 0]); // table_id
         expected.extend_from_slice(&[7, 0, 0, 0, 0, 0, 0, 0]); // generation
@@ -342,6 +352,22 @@ mod tests {
             let err = Checkpoint::decode(&c.encode(8192, 3), 8192, 3).expect_err("refused");
             assert!(err.contains("out of range"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_header_of_the_format_before_key_heads_is_refused_saying_so() {
+        // Goal: a file whose pages have no key heads (header version 1) is
+        // not read as if it had them; the reason names the version.
+        let mut b = checkpoint().encode(8192, 3);
+        if let Some(v) = b.get_mut(8..12) {
+            v.copy_from_slice(&1u32.to_le_bytes());
+        }
+        let crc = crc32c(b.get(..HEADER_BODY_BYTES).unwrap_or_default());
+        if let Some(c) = b.get_mut(HEADER_BODY_BYTES..HEADER_BODY_BYTES + 4) {
+            c.copy_from_slice(&crc.to_le_bytes());
+        }
+        let err = Checkpoint::decode(&b, 8192, 3).expect_err("refused");
+        assert!(err.contains("header version 1"), "{err}");
     }
 
     #[test]

@@ -474,7 +474,8 @@ impl BtreeTable {
         });
         let run_separators = lo..lo + children.len() - 1;
         parent_cells.splice(run_separators, new_separators);
-        if parent_cells.iter().map(|c| c.len() + 2).sum::<usize>() > room {
+        let bytes: usize = parent_cells.iter().map(|c| c.len() + page::SLOT).sum();
+        if bytes > room {
             return Ok(());
         }
         page::rebuild(&mut pg.image, &parent_cells);
@@ -562,18 +563,21 @@ pub(super) fn last_version(p: &[u8]) -> Option<(Vec<u8>, u64)> {
 
 /// The key of a raw cell.
 fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
-    let klen = page::u16_at(c, 0);
-    let start = if leaf { 3 } else { 10 };
-    c.get(start..start + klen).unwrap_or(&[])
+    let kind = if leaf {
+        page::KIND_LEAF
+    } else {
+        page::KIND_BRANCH
+    };
+    page::cell_key(c, kind)
 }
 
-/// The bytes a page spends on `cells` (each cell and its 2-byte slot)
+/// The bytes a page spends on `cells` (each cell and its slot)
 /// before each position: `cells.len() + 1` sums, from 0 to the total.
 fn bytes_before(cells: &[Vec<u8>]) -> Vec<usize> {
     let mut before = Vec::with_capacity(cells.len() + 1);
     before.push(0usize);
     for c in cells {
-        before.push(before.last().copied().unwrap_or(0) + c.len() + 2);
+        before.push(before.last().copied().unwrap_or(0) + c.len() + page::SLOT);
     }
     before
 }
@@ -707,7 +711,7 @@ mod tests {
     }
 
     fn page_bytes(cells: &[Vec<u8>]) -> usize {
-        cells.iter().map(|c| c.len() + 2).sum()
+        cells.iter().map(|c| c.len() + page::SLOT).sum()
     }
 
     #[test]
@@ -746,7 +750,7 @@ mod tests {
         let room = 4096 - crate::btree::format::DISK_HEADER - page::HEADER;
         let names: Vec<String> = (0..100).map(|i| format!("key{i:03}")).collect();
         let keys: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 5)).collect();
-        let per = cells_of(&keys[..1], 100)[0].len() + 2;
+        let per = cells_of(&keys[..1], 100)[0].len() + page::SLOT;
         let n = room / per;
         let cells = cells_of(&keys[..n], 100);
         assert!(page_bytes(&cells) > room / 16 * 15);

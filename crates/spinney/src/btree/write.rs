@@ -94,9 +94,9 @@ impl BtreeTable {
         self.reclaim(st);
         self.changes.fetch_add(1, Ordering::Relaxed);
         let ik = internal_key(user_key, seqno, kind);
-        let inline = page::leaf_cell(&ik, Value::Inline(value));
-        let cell = if inline.len() <= max_cell_len(self.file.page_size) {
-            inline
+        let inline = page::inline_cell_len(ik.len(), value.len());
+        let cell = if inline <= max_cell_len(self.file.page_size) {
+            page::leaf_cell(&ik, Value::Inline(value))
         } else {
             let (first, pages) = self.write_overflow(st, value)?;
             page::leaf_cell(
