@@ -188,6 +188,10 @@ enum Command {
     /// CURRENT). A B-tree file is checked too: its last line says whether
     /// its image verifies.
     Dump { file: PathBuf },
+    /// Write a lost CURRENT file, naming the newest manifest that reads
+    /// whole (a database whose CURRENT is gone does not open). Run verify
+    /// after.
+    RecoverCurrent,
 }
 
 enum Failure {
@@ -317,6 +321,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             "--db DIR is required for this command".into(),
         ));
     };
+    if let Command::RecoverCurrent = cli.command {
+        let manifest = Db::recover_current(&dir, &Options::default())?;
+        let stdout = io::stdout();
+        write_out(
+            &mut stdout.lock(),
+            format_args!("CURRENT now names {manifest}\n"),
+        )?;
+        return Ok(());
+    }
     let must_exist = !matches!(cli.command, Command::Create { .. } | Command::Load { .. });
     let options = Options {
         create_if_missing: !must_exist,
@@ -607,7 +620,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 write_out(&mut out, format_args!("{stats}"))?;
             }
         }
-        Command::Dump { .. } => {}
+        Command::Dump { .. } | Command::RecoverCurrent => {}
     }
     drop(out);
     db.close()?;

@@ -529,3 +529,26 @@ fn dump_and_verify_read_btree_files_and_find_a_damaged_page() {
         "{err}"
     );
 }
+
+#[test]
+fn a_lost_current_is_refused_by_create_and_recover_current_brings_the_table_back() {
+    // The reliability issue's reproduction: `load`, remove CURRENT,
+    // `create` another table. The table loaded first was once gone.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("x");
+    let load = spinney(&db, &["load", "bt", "--kind", "btree", "--count", "6000"]);
+    assert!(load.status.success(), "{load:?}");
+    std::fs::remove_file(db.join("CURRENT")).expect("remove CURRENT");
+    let create = spinney(&db, &["create", "t2"]);
+    let err = String::from_utf8_lossy(&create.stderr);
+    assert_eq!(create.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("CURRENT is missing") && err.contains("recover-current"),
+        "{err}"
+    );
+    let recover = spinney(&db, &["recover-current"]);
+    assert!(recover.status.success(), "{recover:?}");
+    assert!(stdout(&recover).starts_with("CURRENT now names MANIFEST-"));
+    let verify = spinney(&db, &["verify"]);
+    assert_eq!(stdout(&verify), "ok: 6000 entries in 1 tables checked\n");
+}

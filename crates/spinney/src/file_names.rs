@@ -32,6 +32,15 @@ pub(crate) fn manifest_name(number: u64) -> String {
     format!("{MANIFEST_PREFIX}{number:06}")
 }
 
+/// The number of the manifest named `name`, if it is one.
+pub(crate) fn parse_manifest_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(MANIFEST_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// The name of the file of B-tree table `table_id`.
 pub(crate) fn btree_name(table_id: u32) -> String {
     format!("{table_id:06}.btree")

@@ -201,3 +201,99 @@ fn batches_over_two_databases_are_refused() {
     b.put(&t2, b"k", b"v");
     assert!(matches!(db1.write(b), Err(Error::InvalidArgument(_))));
 }
+
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_database_without_current_is_refused_and_recover_current_brings_it_back() {
+    // Goal: a directory that holds a database's files but no CURRENT (lost,
+    // or deleted by hand) is never taken for an empty one: a creating open
+    // once made a new database there and deleted the old files as garbage.
+    // The open is refused with Corruption naming CURRENT and what it found,
+    // and leaves every file; `Db::recover_current` names the newest manifest
+    // again, and the data is back.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let lsm = db.create_table("lsm", TableOptions::lsm()).expect("lsm");
+    let bt = db.create_table("bt", TableOptions::btree()).expect("btree");
+    for i in 0..2_000u32 {
+        let mut b = WriteBatch::new();
+        b.put(&lsm, &i.to_be_bytes(), b"l");
+        b.put(&bt, &i.to_be_bytes(), b"b");
+        db.write(b).expect("write");
+    }
+    db.flush().expect("flush");
+    db.checkpoint().expect("checkpoint");
+    drop((lsm, bt));
+    db.close().expect("close");
+    std::fs::remove_file(dir.path().join("CURRENT")).expect("remove CURRENT");
+    let before = names_in(dir.path());
+
+    for create_if_missing in [true, false] {
+        let options = Options {
+            create_if_missing,
+            ..Options::default()
+        };
+        let err = Db::open(dir.path(), options).err().expect("refused");
+        let text = err.to_string();
+        assert!(err.is_corruption(), "{text}");
+        assert!(
+            text.contains("CURRENT is missing") && text.contains(".btree"),
+            "{text}"
+        );
+        assert_eq!(names_in(dir.path()), before, "the open changed no file");
+    }
+
+    let manifest = Db::recover_current(dir.path(), &Options::default()).expect("recover");
+    assert!(manifest.starts_with("MANIFEST-"), "{manifest}");
+    let db = open(dir.path());
+    db.verify().expect("verify");
+    let (lsm, bt) = (db.table("lsm").expect("lsm"), db.table("bt").expect("bt"));
+    for i in (0..2_000u32).step_by(97) {
+        assert_eq!(lsm.get(&i.to_be_bytes()).expect("get"), Some(b"l".to_vec()));
+        assert_eq!(bt.get(&i.to_be_bytes()).expect("get"), Some(b"b".to_vec()));
+    }
+    drop((lsm, bt));
+    db.close().expect("close");
+    let again = Db::recover_current(dir.path(), &Options::default());
+    assert!(matches!(again, Err(Error::InvalidArgument(_))), "{again:?}");
+}
+
+#[test]
+fn a_manifest_alone_left_by_a_first_open_that_died_gets_a_new_database() {
+    // Goal: the first open writes its manifest, then CURRENT, then the
+    // first log segment; dying between them leaves a manifest that records
+    // no table (or a torn one) and nothing else. That is no database, and a
+    // creating open makes one there.
+    let dir = tempfile::tempdir().expect("tempdir");
+    open(dir.path()).close().expect("close");
+    for name in names_in(dir.path()) {
+        if name == "CURRENT" || name.ends_with(".wal") {
+            std::fs::remove_file(dir.path().join(&name)).expect("remove");
+        }
+    }
+    let db = open(dir.path());
+    db.create_table("t", TableOptions::lsm()).expect("create");
+    drop(db);
+
+    // A torn manifest (its first record cut) is no database either.
+    let dir = tempfile::tempdir().expect("tempdir");
+    open(dir.path()).close().expect("close");
+    for name in names_in(dir.path()) {
+        let path = dir.path().join(&name);
+        if name == "CURRENT" || name.ends_with(".wal") {
+            std::fs::remove_file(&path).expect("remove");
+        } else if name.starts_with("MANIFEST-") {
+            let bytes = std::fs::read(&path).expect("read");
+            std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("cut");
+        }
+    }
+    open(dir.path()).close().expect("close");
+}

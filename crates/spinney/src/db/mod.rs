@@ -290,6 +290,16 @@ pub struct TableInfo {
 }
 
 impl Db {
+    /// Writes a lost CURRENT file: it names the newest manifest in `path`
+    /// that reads whole, and returns that manifest's name. `Db::open`
+    /// refuses a directory that holds a database's files without a
+    /// CURRENT (it would otherwise make a new, empty database over them);
+    /// this is the way back. Refused if `path` has a CURRENT or no manifest
+    /// reads; `Error::Locked` if a `Db` has it open. Run `verify` after.
+    pub fn recover_current(path: impl AsRef<Path>, options: &Options) -> Result<String> {
+        open::recover_current(path.as_ref(), options)
+    }
+
     /// Opens the database in `path`, creating it if `options.create_if_missing`,
     /// and recovers what the log holds. `Error::Locked` if another `Db` has it
     /// open.

@@ -34,10 +34,10 @@ use super::roll::WholeState;
 use super::{cleaner, BgState, Core, Counters, DbInner, VersionSet, Wal};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::file_names::{manifest_name, parse_numbered, wal_name};
+use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, wal_name};
 use crate::fs::Fs;
 use crate::manifest::{
-    parse_current, start_manifest, FileRecord, TableRecord, VersionEdit, CURRENT,
+    parse_current, start_manifest, write_current, FileRecord, TableRecord, VersionEdit, CURRENT,
 };
 use crate::mvcc::key::SEQNO_MAX;
 use crate::mvcc::Horizon;
@@ -161,6 +161,19 @@ fn first_logged_seqno(fs: &dyn Fs, dir: &Path, segments: &[u64]) -> Result<Optio
 fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(u64, Recovered)> {
     let current_path = dir.join(CURRENT);
     let number = parse_current(&current_path, &fs.read_all(&current_path)?)?;
+    Ok((
+        number,
+        read_manifest_numbered(fs, dir, number, wal_recovery)?,
+    ))
+}
+
+/// The state manifest `number` records.
+fn read_manifest_numbered(
+    fs: &dyn Fs,
+    dir: &Path,
+    number: u64,
+    wal_recovery: WalRecovery,
+) -> Result<Recovered> {
     let path = dir.join(manifest_name(number));
     let mut reader = LogReader::new(fs.read_all(&path)?);
     let mut state = Recovered::default();
@@ -186,7 +199,95 @@ fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(
             }
         }
     }
-    Ok((number, state))
+    Ok(state)
+}
+
+/// Refuses to make a new database in `dir`, which has no CURRENT, if it
+/// holds a database's files: a log segment, an SST, a B-tree file, or a
+/// manifest that records a table. CURRENT lost, or deleted, must not turn
+/// into a new empty database that deletes the old files as garbage. A
+/// manifest alone that records no table, or does not read, is what a crash
+/// of the first open leaves (it writes the manifest, then CURRENT, then the
+/// first log segment; every later open makes its segment before the old
+/// ones go): there is no data then, and the new database is made over it.
+fn refuse_files_without_current(fs: &dyn Fs, dir: &Path, options: &Options) -> Result<()> {
+    let mut names = fs.list(dir)?;
+    names.sort_unstable();
+    let found: Vec<&String> = names
+        .iter()
+        .filter(|name| match parse_manifest_name(name) {
+            Some(n) => read_manifest_numbered(fs, dir, n, options.wal_recovery)
+                .is_ok_and(|state| !state.tables.is_empty()),
+            None => ["wal", "sst", "btree"]
+                .iter()
+                .any(|ext| parse_numbered(name, ext).is_some()),
+        })
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 8;
+    let mut listed = found
+        .iter()
+        .take(SHOWN)
+        .map(|n| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if found.len() > SHOWN {
+        listed.push_str(&format!(" and {} more", found.len() - SHOWN));
+    }
+    Err(Error::corruption(
+        dir.join(CURRENT),
+        0,
+        format!(
+            "CURRENT is missing, but the directory holds a database's files ({listed}): no new \
+             database is made over them. If only CURRENT was lost, `spinney --db {} \
+             recover-current` (`Db::recover_current`) points it at the newest manifest that \
+             reads whole",
+            dir.display()
+        ),
+    ))
+}
+
+/// Writes a lost CURRENT: it names the newest manifest in `dir` that reads
+/// whole. Refused if `dir` has a CURRENT, or no manifest reads.
+pub(super) fn recover_current(dir: &Path, options: &Options) -> Result<String> {
+    let fs = &*options.fs;
+    let _lock = fs.lock(&dir.join(LOCK))?;
+    if fs.exists(&dir.join(CURRENT))? {
+        return Err(Error::invalid(format!(
+            "{} has a CURRENT: there is nothing to recover",
+            dir.display()
+        )));
+    }
+    let mut manifests: Vec<u64> = fs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| parse_manifest_name(n))
+        .collect();
+    manifests.sort_unstable_by(|a, b| b.cmp(a));
+    let mut why = Vec::new();
+    for number in manifests {
+        let name = manifest_name(number);
+        match read_manifest_numbered(fs, dir, number, WalRecovery::TornTailOnly) {
+            Ok(_) => {
+                write_current(fs, dir, &name)?;
+                return Ok(name);
+            }
+            Err(e) => why.push(format!("{name}: {e}")),
+        }
+    }
+    if why.is_empty() {
+        why.push("there is none".into());
+    }
+    Err(Error::corruption(
+        dir.join(CURRENT),
+        0,
+        format!(
+            "no manifest reads whole to name in CURRENT: {}",
+            why.join("; ")
+        ),
+    ))
 }
 
 pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
@@ -216,6 +317,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         let (n, s) = read_manifest(&*fs, dir, options.wal_recovery)?;
         (Some(n), s)
     } else {
+        refuse_files_without_current(&*fs, dir, &options)?;
         if !options.create_if_missing {
             return Err(Error::invalid(format!(
                 "no database at {} (set create_if_missing to create one)",

@@ -421,14 +421,20 @@ pub(crate) fn start_manifest(
     }
     manifest.sync()?;
     fs.sync_dir(dir)?;
+    write_current(fs, dir, &name)?;
+    Ok(manifest)
+}
+
+/// Points CURRENT at the manifest `name`, durably: a new file synced, then
+/// renamed over the old one, then the directory synced.
+pub(crate) fn write_current(fs: &dyn Fs, dir: &Path, name: &str) -> Result<()> {
     let tmp = dir.join(CURRENT_TMP);
     let mut current = fs.create(&tmp)?;
     current.append(format!("{name}\n").as_bytes())?;
     current.sync()?;
     drop(current);
     fs.rename(&tmp, &dir.join(CURRENT))?;
-    fs.sync_dir(dir)?;
-    Ok(manifest)
+    fs.sync_dir(dir)
 }
 
 /// Parses the contents of `CURRENT`.
