@@ -927,3 +927,63 @@ fn a_damaged_newest_header_slot_after_the_older_images_pages_were_reused_reads_n
     let outcome = bt_check(built.path(), flip, "newest slot damaged after page reuse");
     eprintln!("newest slot damaged after page reuse: {outcome:?} (Err: open refused)");
 }
+
+#[test]
+fn a_log_segment_missing_or_emptied_between_others_is_corruption_or_where_point_in_time_stops() {
+    // Goal: a log segment deleted, or cut to nothing, between others is
+    // seen (the records' seqnos run on from segment to segment): under
+    // TornTailOnly the open fails with Corruption naming the segment after
+    // the gap; under PointInTime it keeps exactly the writes before the
+    // gap. It once opened with a hole, a state that never existed.
+    let built = tempfile::tempdir().expect("tempdir");
+    let small_segments = |recovery| Options {
+        wal_segment_size: 32 << 10,
+        ..options(recovery)
+    };
+    let db = Db::open(built.path(), small_segments(WalRecovery::TornTailOnly)).expect("open");
+    let options_big_buffer = TableOptions {
+        write_buffer_size: 4 << 20,
+        ..table_options()
+    };
+    let table = db.create_table(TABLE, options_big_buffer).expect("create");
+    for i in 0..KEYS {
+        table.put(&key(i), &value(i)).expect("put");
+    }
+    drop(table);
+    db.close().expect("close");
+    let wal = files(built.path(), |n| n.ends_with(".wal"));
+    assert!(wal.len() >= 4, "the writes need several segments: {wal:?}");
+    let (gone, next) = (name_of(&wal[1]), name_of(&wal[2]));
+
+    for emptied in [false, true] {
+        let ctx = format!("{gone} {}", if emptied { "emptied" } else { "deleted" });
+        let copy = tempfile::tempdir().expect("tempdir");
+        copy_dir(built.path(), copy.path());
+        let path = copy.path().join(&gone);
+        if emptied {
+            fs::write(&path, b"").expect("empty");
+        } else {
+            fs::remove_file(&path).expect("remove");
+        }
+        let err = Db::open(copy.path(), small_segments(WalRecovery::TornTailOnly))
+            .err()
+            .unwrap_or_else(|| panic!("{ctx}: opened with a hole in the log"));
+        assert!(
+            err.is_corruption() && err.to_string().contains(&next),
+            "{ctx}: {err}"
+        );
+
+        let db = Db::open(copy.path(), small_segments(WalRecovery::PointInTime))
+            .unwrap_or_else(|e| panic!("{ctx}: point in time: {e}"));
+        let table = db.table(TABLE).expect("table");
+        let kept: Vec<bool> = (0..KEYS)
+            .map(|i| table.get(&key(i)).expect("get").is_some())
+            .collect();
+        let prefix = kept.iter().take_while(|&&k| k).count();
+        assert!(
+            prefix > 0 && prefix < KEYS && kept[prefix..].iter().all(|&k| !k),
+            "{ctx}: kept {prefix} keys, then {} more after a gap",
+            kept[prefix..].iter().filter(|&&k| k).count()
+        );
+    }
+}

@@ -228,7 +228,7 @@ impl Core {
     }
 
     /// The seqno up to which every entry of the table is in its files.
-    fn persisted_seqno(&self) -> u64 {
+    pub(crate) fn persisted_seqno(&self) -> u64 {
         match self {
             Core::Lsm(t) => t.persisted_seqno.load(Ordering::Acquire),
             Core::Btree(t) => t.persisted_seqno.load(Ordering::Acquire),

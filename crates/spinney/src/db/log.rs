@@ -13,7 +13,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{Core, DbInner};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::file_names::wal_name;
 use crate::wal::writer::LogWriter;
 
@@ -92,21 +92,39 @@ pub(crate) fn delete_obsolete(db: &DbInner) {
     // Read the visible seqno first: every entry up to it is in some memtable
     // (or already flushed), so the memtables' first seqnos below bound it.
     let visible = db.visible_seqno.load(Ordering::Acquire);
+    let _removal = db.wal_removal.lock();
     let tables: Vec<Core> = db.vs.lock().tables.values().cloned().collect();
     let keep_from = tables
         .iter()
         .map(|t| t.log_needed_from(visible))
         .fold(visible + 1, u64::min);
-    let obsolete: Vec<u64> = {
+    let obsolete: Vec<Segment> = {
         let mut wal = db.wal.lock();
-        let (gone, kept): (Vec<_>, Vec<_>) =
-            wal.closed.iter().partition(|s| s.last_seqno < keep_from);
-        wal.closed = kept;
-        gone.iter().map(|s| s.number).collect()
+        let n = wal
+            .closed
+            .iter()
+            .take_while(|s| s.last_seqno < keep_from)
+            .count();
+        wal.closed.drain(..n).collect()
     };
-    for n in obsolete {
-        // A segment left behind by a failed removal is skipped by recovery
-        // (its entries are all persisted); the next open removes it.
-        let _ = db.fs.remove(&db.path(&wal_name(n)));
+    // Oldest first, each removal made durable before the next. A removal
+    // that fails puts its segment and the newer ones back, to be tried
+    // again first: what is left of the log never has a hole, so that
+    // recovery can tell a segment lost from one let go (it checks that the
+    // records' seqnos run on). A segment already gone counts as removed.
+    for (i, segment) in obsolete.iter().enumerate() {
+        let removed = match db.fs.remove(&db.path(&wal_name(segment.number))) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(())
+            }
+            other => other,
+        }
+        .and_then(|()| db.fs.sync_dir(&db.dir));
+        if removed.is_err() {
+            let mut wal = db.wal.lock();
+            let rest = obsolete.get(i..).unwrap_or_default();
+            wal.closed.splice(0..0, rest.iter().copied());
+            break;
+        }
     }
 }

@@ -10,7 +10,9 @@
 //! Lock order, to stay free of deadlocks: `writers` → `commit` → `bg` → `vs`
 //! → `wal` → a table's super-version lock; a thread holding a later lock
 //! never takes an earlier one. A table's `work` lock is taken only under
-//! `bg`, and nothing is taken under it.
+//! `bg`, and nothing is taken under it. `wal_removal` (only
+//! `log::delete_obsolete` takes it) comes before `vs` and `wal`, and no
+//! earlier lock is taken under it.
 
 mod cleaner;
 mod core;
@@ -172,6 +174,9 @@ pub(crate) struct DbInner {
     /// being added to it.
     pub commit: Mutex<()>,
     pub wal: Mutex<Wal>,
+    /// Held while obsolete log segments are removed (`log::delete_obsolete`),
+    /// so that removals happen oldest first, one caller at a time.
+    pub wal_removal: Mutex<()>,
     pub vs: Mutex<VersionSet>,
     pub bg: Mutex<BgState>,
     /// Signalled when there may be background work.

@@ -375,7 +375,20 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .collect();
     // No reader exists yet: every version but the newest may be pruned.
     let horizon = Horizon::no_readers(SEQNO_MAX);
-    let mut last_seqno = state.last_seqno;
+    // The last seqno is the newest of what the manifest records, what any
+    // table holds in its files, and what the log holds (below). A B-tree
+    // checkpoint does not edit the manifest's last seqno, and the log
+    // behind it may be gone: its versions must stay visible, and no new
+    // write may take their seqnos again.
+    let mut last_seqno = catalog
+        .values()
+        .map(Core::persisted_seqno)
+        .fold(state.last_seqno, u64::max);
+    // The seqno the next record must start at: commit groups log their
+    // batches in seqno order, each starting where the last one ended, from
+    // one segment to the next. A jump means records are missing before the
+    // one that jumps: a segment between others deleted, or emptied.
+    let mut next_seqno: Option<u64> = None;
     'segments: for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(wal_name(number));
         let is_last = i + 1 == segments.len();
@@ -405,6 +418,22 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                             "batch seqnos outside the valid range",
                         ));
                     }
+                    if let Some(expected) = next_seqno.filter(|&e| e != batch.seqno_first) {
+                        if options.wal_recovery == WalRecovery::PointInTime {
+                            break 'segments;
+                        }
+                        return Err(Error::corruption(
+                            &path,
+                            offset,
+                            format!(
+                                "the log goes from seqno {} to {}: the records between are \
+                                 missing (a log segment before this one deleted or emptied?)",
+                                expected - 1,
+                                batch.seqno_first
+                            ),
+                        ));
+                    }
+                    next_seqno = Some(batch.seqno_first + u64::from(batch.count));
                     let mut seqno = batch.seqno_first;
                     for entry in batch.entries() {
                         let entry = entry.map_err(|e| e.corruption(&path, offset))?;
@@ -507,6 +536,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         writers: Mutex::new(VecDeque::new()),
         commit: Mutex::new(()),
         wal: Mutex::new(wal),
+        wal_removal: Mutex::new(()),
         vs: Mutex::new(vs),
         bg: Mutex::new(BgState::default()),
         bg_work: Condvar::new(),
