@@ -929,12 +929,14 @@ fn a_damaged_newest_header_slot_after_the_older_images_pages_were_reused_reads_n
 }
 
 #[test]
-fn a_log_segment_missing_or_emptied_between_others_is_corruption_or_where_point_in_time_stops() {
+fn a_log_segment_missing_or_emptied_is_corruption_or_where_point_in_time_stops() {
     // Goal: a log segment deleted, or cut to nothing, between others is
     // seen (the records' seqnos run on from segment to segment): under
     // TornTailOnly the open fails with Corruption naming the segment after
     // the gap; under PointInTime it keeps exactly the writes before the
-    // gap. It once opened with a hole, a state that never existed.
+    // gap. The oldest deleted is Corruption naming it. Both once opened
+    // without a word: with a hole, a state that never existed, or without
+    // the oldest segment's writes.
     let built = tempfile::tempdir().expect("tempdir");
     let small_segments = |recovery| Options {
         wal_segment_size: 32 << 10,
@@ -986,4 +988,56 @@ fn a_log_segment_missing_or_emptied_between_others_is_corruption_or_where_point_
             kept[prefix..].iter().filter(|&&k| k).count()
         );
     }
+
+    // The oldest segment deleted: the manifest names the segment the log
+    // starts at, so this is Corruption naming it, in either mode (no
+    // prefix of the writes is left to recover to).
+    let oldest = name_of(&wal[0]);
+    for recovery in [WalRecovery::TornTailOnly, WalRecovery::PointInTime] {
+        let copy = tempfile::tempdir().expect("tempdir");
+        copy_dir(built.path(), copy.path());
+        fs::remove_file(copy.path().join(&oldest)).expect("remove");
+        let err = Db::open(copy.path(), small_segments(recovery))
+            .err()
+            .unwrap_or_else(|| panic!("{oldest} deleted, {recovery:?}: opened without it"));
+        assert!(
+            err.is_corruption() && err.to_string().contains(&oldest),
+            "{oldest} deleted, {recovery:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn after_flushes_let_old_segments_go_the_oldest_left_is_still_required() {
+    // Goal: when flushes let the oldest log segments go, the manifest learns
+    // the new start of the log first; deleting the oldest segment left is
+    // then Corruption naming it, not a silent loss of its writes.
+    let built = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        wal_segment_size: 32 << 10,
+        ..options(WalRecovery::TornTailOnly)
+    };
+    let db = Db::open(built.path(), options.clone()).expect("open");
+    let table = db.create_table(TABLE, table_options()).expect("create");
+    for i in 0..KEYS {
+        table.put(&key(i), &value(i)).expect("put");
+    }
+    db.wait_for_compaction().expect("wait");
+    let stats = db.stats();
+    drop(table);
+    db.close().expect("close");
+    let wal = files(built.path(), |n| n.ends_with(".wal"));
+    let oldest = name_of(wal.first().expect("a segment"));
+    assert!(
+        oldest.as_str() > "000002.wal" && stats.tables.iter().any(|t| t.flushes > 0),
+        "flushes let the first segments go: {wal:?}"
+    );
+    fs::remove_file(built.path().join(&oldest)).expect("remove");
+    let err = Db::open(built.path(), options)
+        .err()
+        .unwrap_or_else(|| panic!("opened without {oldest}"));
+    assert!(
+        err.is_corruption() && err.to_string().contains(&oldest),
+        "{err}"
+    );
 }

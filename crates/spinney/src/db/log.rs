@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use super::{Core, DbInner};
 use crate::error::{Error, Result};
 use crate::file_names::wal_name;
+use crate::manifest::VersionEdit;
 use crate::wal::writer::LogWriter;
 
 /// A WAL segment and the last seqno written to it.
@@ -107,6 +108,20 @@ pub(crate) fn delete_obsolete(db: &DbInner) {
             .count();
         wal.closed.drain(..n).collect()
     };
+    if obsolete.is_empty() {
+        return;
+    }
+    // The manifest learns where the log now starts before any segment goes,
+    // so that an open can tell the first segment lost from one let go.
+    let start = db.wal.lock().oldest_needed();
+    let edit = VersionEdit {
+        log_start: Some(start),
+        ..VersionEdit::default()
+    };
+    if db.vs.lock().log(db, &edit).is_err() {
+        db.wal.lock().closed.splice(0..0, obsolete.iter().copied());
+        return;
+    }
     // Oldest first, each removal made durable before the next. A removal
     // that fails puts its segment and the newer ones back, to be tried
     // again first: what is left of the log never has a hole, so that

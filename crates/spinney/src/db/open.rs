@@ -65,6 +65,9 @@ struct Recovered {
     next_file_number: u64,
     last_seqno: u64,
     log_number: u64,
+    /// The segment the log starts at, if the manifest says (manifests
+    /// written before it did do not).
+    log_start: Option<u64>,
     next_table_id: u32,
     tables: BTreeMap<u32, TableState>,
 }
@@ -80,6 +83,9 @@ impl Recovered {
         }
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
+        }
+        if let Some(l) = edit.log_start {
+            self.log_start = self.log_start.max(Some(l));
         }
         if let Some(t) = edit.next_table_id {
             self.next_table_id = self.next_table_id.max(t);
@@ -350,6 +356,19 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .filter(|&n| n >= state.log_number)
         .collect();
     segments.sort_unstable();
+    // The segment the log starts at was made before the manifest named it,
+    // and is removed only after a later edit names a newer one: if it is
+    // gone, so are writes that nothing else holds.
+    if let Some(start) = state.log_start {
+        if !segments.contains(&start) {
+            return Err(Error::corruption(
+                dir.join(wal_name(start)),
+                0,
+                "the log segment the manifest says the log starts at is missing: \
+                 writes it held are lost",
+            ));
+        }
+    }
     let log_start = first_logged_seqno(&*fs, dir, &segments)?.unwrap_or(state.last_seqno + 1);
 
     // Open the tables the manifest records.
@@ -492,10 +511,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     .edit()
     .encode();
-    let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
-
+    // The new segment first: a manifest names only a segment that exists.
     let wal_writer = LogWriter::new(fs.create(&dir.join(wal_name(wal_number)))?);
     fs.sync_dir(dir)?;
+    let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
 
     // The old manifest, old segments and unreferenced SSTs are garbage now.
     let live: HashSet<String> = catalog.values().flat_map(Core::file_names).collect();

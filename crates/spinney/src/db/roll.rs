@@ -31,7 +31,8 @@ pub(crate) struct WholeState<'a> {
     /// Above every file number in use, the new manifest's included.
     pub next_file_number: u64,
     pub last_seqno: u64,
-    /// The oldest log segment that may hold an entry not yet in an SST.
+    /// The oldest log segment that may hold an entry not yet in an SST (it
+    /// exists: the log starts there).
     pub log_number: u64,
 }
 
@@ -42,6 +43,7 @@ impl WholeState<'_> {
             next_file_number: Some(self.next_file_number),
             last_seqno: Some(self.last_seqno),
             log_number: Some(self.log_number),
+            log_start: Some(self.log_number),
             next_table_id: Some(self.next_table_id),
             ..VersionEdit::default()
         };

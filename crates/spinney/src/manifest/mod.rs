@@ -41,6 +41,7 @@ mod tag {
     pub const DELETE_FILE: u32 = 8;
     pub const FLUSHED_SEQNO: u32 = 9;
     pub const CHECKPOINT: u32 = 10;
+    pub const LOG_START: u32 = 11;
 }
 
 /// A table as the catalog records it.
@@ -70,6 +71,9 @@ pub(crate) struct VersionEdit {
     pub last_seqno: Option<u64>,
     /// WAL segments numbered below this hold nothing that is not persisted.
     pub log_number: Option<u64>,
+    /// The WAL segment the log starts at: it exists (it was made before
+    /// this edit), and recovery needs every segment from it on.
+    pub log_start: Option<u64>,
     pub next_table_id: Option<u32>,
     pub created: Vec<TableRecord>,
     pub dropped: Vec<u32>,
@@ -131,6 +135,9 @@ impl VersionEdit {
         }
         if let Some(v) = self.log_number {
             field(&mut out, tag::LOG_NUMBER, &|p| put_varint64(p, v));
+        }
+        if let Some(v) = self.log_start {
+            field(&mut out, tag::LOG_START, &|p| put_varint64(p, v));
         }
         if let Some(v) = self.next_table_id {
             field(&mut out, tag::NEXT_TABLE_ID, &|p| put_varint32(p, v));
@@ -215,6 +222,7 @@ impl VersionEdit {
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(p.varint64().map_err(shift)?),
                 tag::LAST_SEQNO => edit.last_seqno = Some(p.varint64().map_err(shift)?),
                 tag::LOG_NUMBER => edit.log_number = Some(p.varint64().map_err(shift)?),
+                tag::LOG_START => edit.log_start = Some(p.varint64().map_err(shift)?),
                 tag::NEXT_TABLE_ID => edit.next_table_id = Some(p.varint32().map_err(shift)?),
                 tag::CREATE_TABLE => edit.created.push(decode_table(&mut p).map_err(shift)?),
                 tag::DROP_TABLE => edit.dropped.push(p.varint32().map_err(shift)?),
@@ -462,6 +470,7 @@ mod tests {
             next_file_number: Some(12),
             last_seqno: Some(1 << 40),
             log_number: Some(9),
+            log_start: Some(9),
             next_table_id: Some(3),
             created: vec![TableRecord {
                 id: 2,
