@@ -130,6 +130,9 @@ fn describe_edit(e: &VersionEdit) -> String {
     if let Some(n) = e.log_number {
         parts.push(format!("log_number={n}"));
     }
+    if let Some(n) = e.log_start {
+        parts.push(format!("log_start={n}"));
+    }
     if let Some(n) = e.next_table_id {
         parts.push(format!("next_table_id={n}"));
     }

@@ -268,15 +268,18 @@ fn a_database_without_current_is_refused_and_recover_current_brings_it_back() {
 
 #[test]
 fn a_manifest_alone_left_by_a_first_open_that_died_gets_a_new_database() {
-    // Goal: the first open writes its manifest, then CURRENT, then the
-    // first log segment; dying between them leaves a manifest that records
-    // no table (or a torn one) and nothing else. That is no database, and a
-    // creating open makes one there.
+    // Goal: the first open makes its first log segment, then the manifest,
+    // then CURRENT; dying between them leaves an empty segment and perhaps
+    // a manifest that records no table (or a torn one). That is no
+    // database, and a creating open makes one there.
     let dir = tempfile::tempdir().expect("tempdir");
     open(dir.path()).close().expect("close");
     for name in names_in(dir.path()) {
-        if name == "CURRENT" || name.ends_with(".wal") {
-            std::fs::remove_file(dir.path().join(&name)).expect("remove");
+        let path = dir.path().join(&name);
+        if name == "CURRENT" {
+            std::fs::remove_file(&path).expect("remove");
+        } else if name.ends_with(".wal") {
+            std::fs::write(&path, b"").expect("empty");
         }
     }
     let db = open(dir.path());

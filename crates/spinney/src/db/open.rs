@@ -209,13 +209,13 @@ fn read_manifest_numbered(
 }
 
 /// Refuses to make a new database in `dir`, which has no CURRENT, if it
-/// holds a database's files: a log segment, an SST, a B-tree file, or a
-/// manifest that records a table. CURRENT lost, or deleted, must not turn
-/// into a new empty database that deletes the old files as garbage. A
-/// manifest alone that records no table, or does not read, is what a crash
-/// of the first open leaves (it writes the manifest, then CURRENT, then the
-/// first log segment; every later open makes its segment before the old
-/// ones go): there is no data then, and the new database is made over it.
+/// holds a database's files: a log segment that is not empty, an SST, a
+/// B-tree file, or a manifest that records a table. CURRENT lost, or
+/// deleted, must not turn into a new empty database that deletes the old
+/// files as garbage. An empty segment and a manifest that records no table
+/// (or does not read) are what a crash of the first open leaves (it makes
+/// the first segment, then the manifest, then CURRENT): there is no data
+/// then, and the new database is made over them.
 fn refuse_files_without_current(fs: &dyn Fs, dir: &Path, options: &Options) -> Result<()> {
     let mut names = fs.list(dir)?;
     names.sort_unstable();
@@ -224,7 +224,10 @@ fn refuse_files_without_current(fs: &dyn Fs, dir: &Path, options: &Options) -> R
         .filter(|name| match parse_manifest_name(name) {
             Some(n) => read_manifest_numbered(fs, dir, n, options.wal_recovery)
                 .is_ok_and(|state| !state.tables.is_empty()),
-            None => ["wal", "sst", "btree"]
+            None if parse_numbered(name, "wal").is_some() => {
+                fs.open(&dir.join(name)).map_or(true, |f| !f.is_empty())
+            }
+            None => ["sst", "btree"]
                 .iter()
                 .any(|ext| parse_numbered(name, ext).is_some()),
         })
