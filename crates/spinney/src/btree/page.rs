@@ -526,6 +526,7 @@ pub(crate) fn check_structure(p: &[u8]) -> std::result::Result<(), String> {
             garbage(p)
         ));
     }
+    let prefix = prefix_len(p);
     for i in 0..n {
         let off = cell_offset(p, i);
         if off < h || off + 2 > p.len() {
@@ -547,10 +548,9 @@ pub(crate) fn check_structure(p: &[u8]) -> std::result::Result<(), String> {
         if key::ParsedKey::parse(ikey(p, i)).is_none() {
             return Err(format!("cell {i} has a bad key trailer"));
         }
-        let prefix = prefix_len(p);
+        // Cell 0 passed the checks above before any other cell gets here.
         let user_key = key::user_key(ikey(p, i));
-        let first = key::user_key(ikey(p, 0));
-        if user_key.len() < prefix || shared_len(first, user_key) < prefix {
+        if user_key.len() < prefix || shared_len(key::user_key(ikey(p, 0)), user_key) < prefix {
             return Err(format!(
                 "cell {i} does not begin with the page's {prefix}-byte prefix"
             ));

@@ -99,32 +99,38 @@ pub(crate) fn delete_obsolete(db: &DbInner) {
         .iter()
         .map(|t| t.log_needed_from(visible))
         .fold(visible + 1, u64::min);
-    let obsolete: Vec<Segment> = {
+    // The obsolete segments leave the closed list, and the log then starts
+    // at the oldest segment left (or the open one).
+    let (obsolete, start): (Vec<Segment>, u64) = {
         let mut wal = db.wal.lock();
         let n = wal
             .closed
             .iter()
             .take_while(|s| s.last_seqno < keep_from)
             .count();
-        wal.closed.drain(..n).collect()
+        let obsolete = wal.closed.drain(..n).collect();
+        (obsolete, wal.oldest_needed())
     };
     if obsolete.is_empty() {
         return;
     }
+    // Segments not removed go back to the head of the closed list, to be
+    // tried again before any newer one.
+    let put_back = |rest: &[Segment]| {
+        db.wal.lock().closed.splice(0..0, rest.iter().copied());
+    };
     // The manifest learns where the log now starts before any segment goes,
     // so that an open can tell the first segment lost from one let go.
-    let start = db.wal.lock().oldest_needed();
     let edit = VersionEdit {
         log_start: Some(start),
         ..VersionEdit::default()
     };
     if db.vs.lock().log(db, &edit).is_err() {
-        db.wal.lock().closed.splice(0..0, obsolete.iter().copied());
+        put_back(&obsolete);
         return;
     }
     // Oldest first, each removal made durable before the next. A removal
-    // that fails puts its segment and the newer ones back, to be tried
-    // again first: what is left of the log never has a hole, so that
+    // that fails puts its segment and the newer ones back: what is left of the log never has a hole, so that
     // recovery can tell a segment lost from one let go (it checks that the
     // records' seqnos run on). A segment already gone counts as removed.
     for (i, segment) in obsolete.iter().enumerate() {
@@ -136,9 +142,7 @@ pub(crate) fn delete_obsolete(db: &DbInner) {
         }
         .and_then(|()| db.fs.sync_dir(&db.dir));
         if removed.is_err() {
-            let mut wal = db.wal.lock();
-            let rest = obsolete.get(i..).unwrap_or_default();
-            wal.closed.splice(0..0, rest.iter().copied());
+            put_back(obsolete.get(i..).unwrap_or_default());
             break;
         }
     }

@@ -18,7 +18,7 @@ use crate::encoding::{
     put_length_prefixed, put_u8, put_varint32, put_varint64, DecodeError, Decoder,
 };
 use crate::error::{Error, Result};
-use crate::file_names::{manifest_name, MANIFEST_PREFIX};
+use crate::file_names::{manifest_name, parse_manifest_name};
 use crate::fs::Fs;
 use crate::limits;
 use crate::options::{CompactionOptions, CompactionStyle, Compression, TableKind, TableOptions};
@@ -450,15 +450,13 @@ pub(crate) fn parse_current(path: &Path, contents: &[u8]) -> Result<u64> {
     let text = std::str::from_utf8(contents)
         .map_err(|_| Error::corruption(path, 0, "CURRENT is not UTF-8"))?;
     let name = text.strip_suffix('\n').unwrap_or(text);
-    name.strip_prefix(MANIFEST_PREFIX)
-        .and_then(|n| n.parse::<u64>().ok())
-        .ok_or_else(|| {
-            Error::corruption(
-                path,
-                0,
-                format!("CURRENT does not name a manifest: {name:?}"),
-            )
-        })
+    parse_manifest_name(name).ok_or_else(|| {
+        Error::corruption(
+            path,
+            0,
+            format!("CURRENT does not name a manifest: {name:?}"),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -202,9 +202,17 @@ impl BloomFilter {
 mod tests {
     use super::*;
 
+    fn hashes_of(keys: &[Vec<u8>]) -> Vec<u64> {
+        keys.iter().map(|k| hash_user_key(k)).collect()
+    }
+
     fn filter_of(keys: &[Vec<u8>], bits_per_key: u32) -> BloomFilter {
-        let hashes: Vec<u64> = keys.iter().map(|k| hash_user_key(k)).collect();
-        BloomFilter::new(build(&hashes, bits_per_key), Path::new("f"), 0).expect("parses")
+        BloomFilter::new(build(&hashes_of(keys), bits_per_key), Path::new("f"), 0).expect("parses")
+    }
+
+    /// `key00000000`, `key00000001`, ...: `n` keys.
+    fn numbered_keys(n: u32) -> Vec<Vec<u8>> {
+        (0..n).map(|i| format!("key{i:08}").into_bytes()).collect()
     }
 
     #[test]
@@ -224,13 +232,10 @@ mod tests {
         // 100,000 different keys out, count the out-keys the filter lets
         // through, for the blocked form and (beside it, printed) the spread
         // form of older files.
-        let keys: Vec<Vec<u8>> = (0..100_000u32)
-            .map(|i| format!("key{i:08}").into_bytes())
-            .collect();
-        let hashes: Vec<u64> = keys.iter().map(|k| hash_user_key(k)).collect();
+        let keys = numbered_keys(100_000);
         let blocked = filter_of(&keys, 10);
-        let spread =
-            BloomFilter::new(build_spread(&hashes, 10), Path::new("f"), 0).expect("parses");
+        let spread = BloomFilter::new(build_spread(&hashes_of(&keys), 10), Path::new("f"), 0)
+            .expect("parses");
         let passed = |f: &BloomFilter| {
             (0..100_000u32)
                 .filter(|i| f.may_contain(format!("absent{i:08}").as_bytes()))
@@ -264,11 +269,9 @@ mod tests {
 
     #[test]
     fn spread_filters_of_older_files_still_read() {
-        let keys: Vec<Vec<u8>> = (0..5000u32)
-            .map(|i| format!("key{i:08}").into_bytes())
-            .collect();
-        let hashes: Vec<u64> = keys.iter().map(|k| hash_user_key(k)).collect();
-        let f = BloomFilter::new(build_spread(&hashes, 10), Path::new("f"), 0).expect("parses");
+        let keys = numbered_keys(5000);
+        let f = BloomFilter::new(build_spread(&hashes_of(&keys), 10), Path::new("f"), 0)
+            .expect("parses");
         assert_eq!(f.form(), "spread");
         assert!(keys.iter().all(|k| f.may_contain(k)));
         let false_positives = (0..5000u32)
