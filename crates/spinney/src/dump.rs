@@ -130,8 +130,11 @@ fn describe_edit(e: &VersionEdit) -> String {
     if let Some(n) = e.log_number {
         parts.push(format!("log_number={n}"));
     }
-    if let Some(n) = e.log_start {
-        parts.push(format!("log_start={n}"));
+    if let Some(l) = e.log_start {
+        parts.push(format!("log_start={}", l.segment));
+        if let Some(s) = l.after_seqno {
+            parts.push(format!("log_start_after_seqno={s}"));
+        }
     }
     if let Some(n) = e.next_table_id {
         parts.push(format!("next_table_id={n}"));

@@ -989,40 +989,66 @@ fn a_log_segment_missing_or_emptied_is_corruption_or_where_point_in_time_stops()
         );
     }
 
-    // The oldest segment deleted: the manifest names the segment the log
-    // starts at, so this is Corruption naming it, in either mode (no
-    // prefix of the writes is left to recover to).
+    // The oldest segment deleted or emptied: the manifest names the
+    // segment the log starts at and the seqno its records follow, so this
+    // is Corruption naming it, in either mode (no prefix of the writes is
+    // left to recover to).
     let oldest = name_of(&wal[0]);
-    for recovery in [WalRecovery::TornTailOnly, WalRecovery::PointInTime] {
-        let copy = tempfile::tempdir().expect("tempdir");
-        copy_dir(built.path(), copy.path());
-        fs::remove_file(copy.path().join(&oldest)).expect("remove");
-        let err = Db::open(copy.path(), small_segments(recovery))
-            .err()
-            .unwrap_or_else(|| panic!("{oldest} deleted, {recovery:?}: opened without it"));
-        assert!(
-            err.is_corruption() && err.to_string().contains(&oldest),
-            "{oldest} deleted, {recovery:?}: {err}"
-        );
+    for emptied in [false, true] {
+        for recovery in [WalRecovery::TornTailOnly, WalRecovery::PointInTime] {
+            let ctx = format!(
+                "{oldest} {}, {recovery:?}",
+                if emptied { "emptied" } else { "deleted" }
+            );
+            let copy = tempfile::tempdir().expect("tempdir");
+            copy_dir(built.path(), copy.path());
+            let path = copy.path().join(&oldest);
+            if emptied {
+                fs::write(&path, b"").expect("empty");
+            } else {
+                fs::remove_file(&path).expect("remove");
+            }
+            let err = Db::open(copy.path(), small_segments(recovery))
+                .err()
+                .unwrap_or_else(|| panic!("{ctx}: opened without its writes"));
+            assert!(
+                err.is_corruption() && err.to_string().contains(&oldest),
+                "{ctx}: {err}"
+            );
+        }
     }
 }
 
 #[test]
 fn after_flushes_let_old_segments_go_the_oldest_left_is_still_required() {
     // Goal: when flushes let the oldest log segments go, the manifest learns
-    // the new start of the log first; deleting the oldest segment left is
-    // then Corruption naming it, not a silent loss of its writes.
+    // the new start of the log first (the segment, and the seqno its
+    // records follow); deleting or emptying the oldest segment left is then
+    // Corruption naming it, not a silent loss of its writes.
     let built = tempfile::tempdir().expect("tempdir");
     let options = Options {
         wal_segment_size: 32 << 10,
         ..options(WalRecovery::TornTailOnly)
     };
     let db = Db::open(built.path(), options.clone()).expect("open");
-    let table = db.create_table(TABLE, table_options()).expect("create");
+    let buffer_of_segments = TableOptions {
+        write_buffer_size: 128 << 10,
+        ..table_options()
+    };
+    let table = db.create_table(TABLE, buffer_of_segments).expect("create");
     for i in 0..KEYS {
         table.put(&key(i), &value(i)).expect("put");
     }
     db.wait_for_compaction().expect("wait");
+    // Segments after the oldest left hold records (the memtable holds
+    // several segments' worth), so that an emptied oldest shows as a jump.
+    let segments = || files(built.path(), |n| n.ends_with(".wal")).len();
+    for i in (0..KEYS).cycle().take(4 * KEYS) {
+        if segments() >= 3 {
+            break;
+        }
+        table.put(&key(i), &value(i + 1)).expect("put");
+    }
     let stats = db.stats();
     drop(table);
     db.close().expect("close");
@@ -1032,12 +1058,22 @@ fn after_flushes_let_old_segments_go_the_oldest_left_is_still_required() {
         oldest.as_str() > "000002.wal" && stats.tables.iter().any(|t| t.flushes > 0),
         "flushes let the first segments go: {wal:?}"
     );
-    fs::remove_file(built.path().join(&oldest)).expect("remove");
-    let err = Db::open(built.path(), options)
-        .err()
-        .unwrap_or_else(|| panic!("opened without {oldest}"));
-    assert!(
-        err.is_corruption() && err.to_string().contains(&oldest),
-        "{err}"
-    );
+    assert!(wal.len() >= 3, "records after the oldest segment: {wal:?}");
+    for emptied in [false, true] {
+        let copy = tempfile::tempdir().expect("tempdir");
+        copy_dir(built.path(), copy.path());
+        let path = copy.path().join(&oldest);
+        if emptied {
+            fs::write(&path, b"").expect("empty");
+        } else {
+            fs::remove_file(&path).expect("remove");
+        }
+        let err = Db::open(copy.path(), options.clone())
+            .err()
+            .unwrap_or_else(|| panic!("opened without {oldest}'s writes (emptied: {emptied})"));
+        assert!(
+            err.is_corruption() && err.to_string().contains(&oldest),
+            "emptied: {emptied}: {err}"
+        );
+    }
 }

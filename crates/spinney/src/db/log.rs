@@ -15,13 +15,15 @@ use std::sync::atomic::Ordering;
 use super::{Core, DbInner};
 use crate::error::{Error, Result};
 use crate::file_names::wal_name;
-use crate::manifest::VersionEdit;
+use crate::manifest::{LogStart, VersionEdit};
 use crate::wal::writer::LogWriter;
 
-/// A WAL segment and the last seqno written to it.
+/// A closed WAL segment: the seqno its records follow and the last seqno
+/// written to it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Segment {
     pub number: u64,
+    pub after_seqno: u64,
     pub last_seqno: u64,
 }
 
@@ -29,6 +31,8 @@ pub(crate) struct Segment {
 pub(crate) struct Wal {
     pub writer: LogWriter,
     pub number: u64,
+    /// The seqno the open segment's records follow.
+    pub after_seqno: u64,
     /// Closed segments (synced when closed), oldest first; the open one is `number`.
     pub closed: Vec<Segment>,
     pub last_seqno: u64,
@@ -37,11 +41,20 @@ pub(crate) struct Wal {
 }
 
 impl Wal {
-    /// The oldest segment recovery must read: the oldest closed one, or the
+    /// Where recovery must start reading: the oldest closed segment, or the
     /// open one. (A segment leaves `closed` before it is deleted, only once
     /// every table has persisted its entries.)
-    pub(crate) fn oldest_needed(&self) -> u64 {
-        self.closed.first().map_or(self.number, |s| s.number)
+    pub(crate) fn oldest_needed(&self) -> LogStart {
+        let (segment, after_seqno) = self
+            .closed
+            .first()
+            .map_or((self.number, self.after_seqno), |s| {
+                (s.number, s.after_seqno)
+            });
+        LogStart {
+            segment,
+            after_seqno: Some(after_seqno),
+        }
     }
 
     /// Syncs the open segment: every record appended is durable.
@@ -64,9 +77,11 @@ pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
     drop(old);
     wal.closed.push(Segment {
         number: wal.number,
+        after_seqno: wal.after_seqno,
         last_seqno: wal.last_seqno,
     });
     wal.number = number;
+    wal.after_seqno = wal.last_seqno;
     Ok(())
 }
 
@@ -101,7 +116,7 @@ pub(crate) fn delete_obsolete(db: &DbInner) {
         .fold(visible + 1, u64::min);
     // The obsolete segments leave the closed list, and the log then starts
     // at the oldest segment left (or the open one).
-    let (obsolete, start): (Vec<Segment>, u64) = {
+    let (obsolete, start): (Vec<Segment>, LogStart) = {
         let mut wal = db.wal.lock();
         let n = wal
             .closed

@@ -37,7 +37,8 @@ use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, wal_name};
 use crate::fs::Fs;
 use crate::manifest::{
-    parse_current, start_manifest, write_current, FileRecord, TableRecord, VersionEdit, CURRENT,
+    parse_current, start_manifest, write_current, FileRecord, LogStart, TableRecord, VersionEdit,
+    CURRENT,
 };
 use crate::mvcc::key::SEQNO_MAX;
 use crate::mvcc::Horizon;
@@ -65,9 +66,9 @@ struct Recovered {
     next_file_number: u64,
     last_seqno: u64,
     log_number: u64,
-    /// The segment the log starts at, if the manifest says (manifests
-    /// written before it did do not).
-    log_start: Option<u64>,
+    /// Where the log starts, if the manifest says (manifests written
+    /// before it did do not).
+    log_start: Option<LogStart>,
     next_table_id: u32,
     tables: BTreeMap<u32, TableState>,
 }
@@ -363,9 +364,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // and is removed only after a later edit names a newer one: if it is
     // gone, so are writes that nothing else holds.
     if let Some(start) = state.log_start {
-        if !segments.contains(&start) {
+        if !segments.contains(&start.segment) {
             return Err(Error::corruption(
-                dir.join(wal_name(start)),
+                dir.join(wal_name(start.segment)),
                 0,
                 "the log segment the manifest says the log starts at is missing: \
                  writes it held are lost",
@@ -411,9 +412,24 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // one segment to the next. A jump means records are missing before the
     // one that jumps: a segment between others deleted, or emptied.
     let mut next_seqno: Option<u64> = None;
+    // Whether `next_seqno` comes from the manifest (no record read yet).
+    let mut expected_from_manifest = false;
     'segments: for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(wal_name(number));
         let is_last = i + 1 == segments.len();
+        // The records of the segment the log starts at follow the seqno the
+        // manifest recorded with it: a first segment emptied or cut short
+        // shows as a jump from there to the first record found.
+        if let Some(LogStart {
+            segment,
+            after_seqno: Some(after),
+        }) = state.log_start
+        {
+            if segment == number && next_seqno.is_none() {
+                next_seqno = Some(after + 1);
+                expected_from_manifest = true;
+            }
+        }
         let mut reader = LogReader::new(fs.read_all(&path)?);
         loop {
             match reader.next() {
@@ -441,6 +457,22 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                         ));
                     }
                     if let Some(expected) = next_seqno.filter(|&e| e != batch.seqno_first) {
+                        // At the log's start no write of the log can be kept,
+                        // in either mode (as with the segment deleted).
+                        if let Some(start) = state.log_start.filter(|_| expected_from_manifest) {
+                            return Err(Error::corruption(
+                                dir.join(wal_name(start.segment)),
+                                0,
+                                format!(
+                                    "the log starts in this segment after seqno {}, but its \
+                                     first record is seqno {} in {}: records before it are \
+                                     missing (the segment emptied or cut short?)",
+                                    expected - 1,
+                                    batch.seqno_first,
+                                    wal_name(number)
+                                ),
+                            ));
+                        }
                         if options.wal_recovery == WalRecovery::PointInTime {
                             break 'segments;
                         }
@@ -456,6 +488,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                         ));
                     }
                     next_seqno = Some(batch.seqno_first + u64::from(batch.count));
+                    expected_from_manifest = false;
                     let mut seqno = batch.seqno_first;
                     for entry in batch.entries() {
                         let entry = entry.map_err(|e| e.corruption(&path, offset))?;
@@ -510,7 +543,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         next_table_id: state.next_table_id,
         next_file_number,
         last_seqno,
-        log_number: wal_number,
+        log_start: LogStart {
+            segment: wal_number,
+            after_seqno: Some(last_seqno),
+        },
     }
     .edit()
     .encode();
@@ -541,6 +577,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let wal = Wal {
         writer: wal_writer,
         number: wal_number,
+        after_seqno: last_seqno,
         closed: Vec::new(),
         last_seqno,
         synced_seqno: last_seqno,

@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use super::{Core, DbInner, VersionSet};
 use crate::error::Result;
 use crate::file_names::manifest_name;
-use crate::manifest::{start_manifest, VersionEdit};
+use crate::manifest::{start_manifest, LogStart, VersionEdit};
 
 /// What the first record of a manifest holds: the counters of the database
 /// and every table with its options, its flushed seqno and its files.
@@ -32,8 +32,8 @@ pub(crate) struct WholeState<'a> {
     pub next_file_number: u64,
     pub last_seqno: u64,
     /// The oldest log segment that may hold an entry not yet in an SST (it
-    /// exists: the log starts there).
-    pub log_number: u64,
+    /// exists: the log starts there), and the seqno its records follow.
+    pub log_start: LogStart,
 }
 
 impl WholeState<'_> {
@@ -42,8 +42,8 @@ impl WholeState<'_> {
         let mut edit = VersionEdit {
             next_file_number: Some(self.next_file_number),
             last_seqno: Some(self.last_seqno),
-            log_number: Some(self.log_number),
-            log_start: Some(self.log_number),
+            log_number: Some(self.log_start.segment),
+            log_start: Some(self.log_start),
             next_table_id: Some(self.next_table_id),
             ..VersionEdit::default()
         };
@@ -82,13 +82,13 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
     // Segments no longer in `closed` hold only entries that every table has
     // flushed (the log cleaner drops a segment from `closed` before deleting
     // it), so recovery starts at the oldest closed one, or the open one.
-    let log_number = { db.wal.lock().oldest_needed() };
+    let log_start = { db.wal.lock().oldest_needed() };
     let snapshot = WholeState {
         tables: &vs.tables,
         next_table_id: vs.next_table_id,
         next_file_number: db.next_file_number.load(Ordering::Acquire),
         last_seqno: db.last_seqno.load(Ordering::Acquire),
-        log_number,
+        log_start,
     }
     .edit()
     .encode();

@@ -64,6 +64,16 @@ pub(crate) struct FileRecord {
     pub seqno_max: u64,
 }
 
+/// Where the log starts: its oldest segment, and the seqno its records
+/// follow (the first record there, or in the next segment if it holds none,
+/// has the seqno after it). Manifests written before the seqno was recorded
+/// have only the segment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct LogStart {
+    pub segment: u64,
+    pub after_seqno: Option<u64>,
+}
+
 /// A change to the database's state. Applied in order, edits rebuild it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {
@@ -73,7 +83,7 @@ pub(crate) struct VersionEdit {
     pub log_number: Option<u64>,
     /// The WAL segment the log starts at: it exists (it was made before
     /// this edit), and recovery needs every segment from it on.
-    pub log_start: Option<u64>,
+    pub log_start: Option<LogStart>,
     pub next_table_id: Option<u32>,
     pub created: Vec<TableRecord>,
     pub dropped: Vec<u32>,
@@ -137,7 +147,12 @@ impl VersionEdit {
             field(&mut out, tag::LOG_NUMBER, &|p| put_varint64(p, v));
         }
         if let Some(v) = self.log_start {
-            field(&mut out, tag::LOG_START, &|p| put_varint64(p, v));
+            field(&mut out, tag::LOG_START, &|p| {
+                put_varint64(p, v.segment);
+                if let Some(s) = v.after_seqno {
+                    put_varint64(p, s);
+                }
+            });
         }
         if let Some(v) = self.next_table_id {
             field(&mut out, tag::NEXT_TABLE_ID, &|p| put_varint32(p, v));
@@ -222,7 +237,17 @@ impl VersionEdit {
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(p.varint64().map_err(shift)?),
                 tag::LAST_SEQNO => edit.last_seqno = Some(p.varint64().map_err(shift)?),
                 tag::LOG_NUMBER => edit.log_number = Some(p.varint64().map_err(shift)?),
-                tag::LOG_START => edit.log_start = Some(p.varint64().map_err(shift)?),
+                tag::LOG_START => {
+                    let segment = p.varint64().map_err(shift)?;
+                    let after_seqno = match p.is_empty() {
+                        true => None,
+                        false => Some(p.varint64().map_err(shift)?),
+                    };
+                    edit.log_start = Some(LogStart {
+                        segment,
+                        after_seqno,
+                    });
+                }
                 tag::NEXT_TABLE_ID => edit.next_table_id = Some(p.varint32().map_err(shift)?),
                 tag::CREATE_TABLE => edit.created.push(decode_table(&mut p).map_err(shift)?),
                 tag::DROP_TABLE => edit.dropped.push(p.varint32().map_err(shift)?),
@@ -468,7 +493,10 @@ mod tests {
             next_file_number: Some(12),
             last_seqno: Some(1 << 40),
             log_number: Some(9),
-            log_start: Some(9),
+            log_start: Some(LogStart {
+                segment: 9,
+                after_seqno: Some(1 << 40),
+            }),
             next_table_id: Some(3),
             created: vec![TableRecord {
                 id: 2,
@@ -518,6 +546,29 @@ mod tests {
             ..VersionEdit::default()
         };
         assert_eq!(c.encode(), [10, 3, 2, 0xAC, 0x02]);
+        // The log's start: its segment, then the seqno its records follow.
+        let l = VersionEdit {
+            log_start: Some(LogStart {
+                segment: 7,
+                after_seqno: Some(300),
+            }),
+            ..VersionEdit::default()
+        };
+        assert_eq!(l.encode(), [11, 3, 7, 0xAC, 0x02]);
+    }
+
+    #[test]
+    fn a_log_start_without_its_seqno_reads_as_the_segment_alone() {
+        // Goal: manifests written before the log's start recorded the seqno
+        // its records follow still open; they are checked as before.
+        let edit = VersionEdit::decode(&[11, 1, 7]).expect("decodes");
+        assert_eq!(
+            edit.log_start,
+            Some(LogStart {
+                segment: 7,
+                after_seqno: None
+            })
+        );
     }
 
     #[test]
