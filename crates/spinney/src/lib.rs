@@ -50,6 +50,9 @@ pub(crate) mod encoding;
 pub mod error;
 pub(crate) mod file_names;
 pub mod fs;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod limits;
 pub(crate) mod lsm;
 pub(crate) mod manifest;

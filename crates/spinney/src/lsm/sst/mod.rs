@@ -23,11 +23,11 @@
 //! Thread-safety: an `Sst` is immutable and shared through `Arc`; builders
 //! and iterators have one owner each.
 
-mod block;
+pub(crate) mod block;
 mod builder;
 mod dump;
-mod filter;
-mod format;
+pub(crate) mod filter;
+pub(crate) mod format;
 mod reader;
 #[cfg(test)]
 mod tests;
