@@ -3,11 +3,13 @@
 # part, count, violations.
 #
 #   scripts/torture.sh --quick   real processes killed: 30 per durability
-#                                mode (about a minute; CI runs it)
-#   scripts/torture.sh --long    1,000 kills per mode; the crash, fault,
-#                                corruption and model suites; every fuzz
-#                                target for 10 minutes (needs the nightly
-#                                toolchain; cargo-fuzz is installed if missing)
+#                                mode; 2,000 byte flips and piece swaps
+#                                (about a minute; CI runs it)
+#   scripts/torture.sh --long    1,000 kills per mode; 100,000 flips; the
+#                                crash, fault, corruption and model suites;
+#                                every fuzz target for 10 minutes (needs the
+#                                nightly toolchain; cargo-fuzz is installed
+#                                if missing)
 #
 # SEED=S picks the seed of the kills (default 1). Exits non-zero if any part
 # found a violation or failed.
@@ -15,8 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:---quick}
 case "$mode" in
---quick) kills=30 ;;
---long) kills=1000 ;;
+--quick) kills=30 flips=2000 ;;
+--long) kills=1000 flips=100000 ;;
 *)
     echo "usage: scripts/torture.sh [--quick|--long]" >&2
     exit 2
@@ -38,6 +40,15 @@ for durability in full normal off; do
     f=$(sed -nE 's/.*reopen failures: ([0-9]+).*/\1/p' <<<"$out")
     rows+=("$(printf '%-34s %12s %12s' "kills, durability $durability" "${k:-?}" "$((${v:-1} + ${f:-1}))")")
 done
+
+out=$(target/release/spinney-stress --flips "$flips" --seed "$seed" \
+    2>/tmp/spinney-torture-flips.err) || failed=1
+echo "$out"
+tail -5 /tmp/spinney-torture-flips.err >&2 || true
+# "flips: N, detected: D (X not as Corruption), harmless: H, violations: V (...)"
+n=$(sed -nE 's/^flips: ([0-9]+).*/\1/p' <<<"$out")
+v=$(sed -nE 's/.*violations: ([0-9]+).*/\1/p' <<<"$out")
+rows+=("$(printf '%-34s %12s %12s' "byte flips and piece swaps" "${n:-?}" "${v:-?}")")
 
 if [ "$mode" = --long ]; then
     for suite in crash_commit crash_flush_compaction crash_checkpoint crash_manifest_roll \

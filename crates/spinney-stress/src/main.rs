@@ -41,6 +41,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+mod flips;
+
 use clap::{Parser, ValueEnum};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -75,6 +77,11 @@ struct Args {
     /// Run as the child of round N (internal).
     #[arg(long, hide = true)]
     child: Option<u64>,
+    /// Instead of killing processes: damage the files of a small database
+    /// in this many ways, one at a time, and check that each is detected
+    /// or harmless (see flips.rs).
+    #[arg(long)]
+    flips: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -461,6 +468,32 @@ fn main() -> ExitCode {
         },
     };
     let started = Instant::now();
+    if let Some(count) = args.flips {
+        return match flips::run(count, args.seed, &work) {
+            Ok(t) => {
+                println!(
+                    "flips: {}, detected: {} ({} not as Corruption), harmless: {}, violations: {} \
+                     (seed {}, {:.0} s)",
+                    t.trials,
+                    t.detected,
+                    t.detected_not_corruption,
+                    t.harmless,
+                    t.violations,
+                    args.seed,
+                    started.elapsed().as_secs_f64()
+                );
+                if t.violations > 0 {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let (kills, violations, failures, versions) = match run(&args, &work) {
         Ok((kills, violations, versions)) => (kills, violations, 0, versions),
         Err(e) => {

@@ -1077,3 +1077,26 @@ fn after_flushes_let_old_segments_go_the_oldest_left_is_still_required() {
         );
     }
 }
+
+#[test]
+fn a_current_that_names_a_missing_manifest_is_corruption_naming_current() {
+    // Goal: CURRENT is written only once the manifest it names is durable,
+    // so a name of a manifest that is not there is damage: Corruption
+    // naming CURRENT, not an I/O error about a file the open went looking
+    // for (found by `spinney-stress --flips`: a flipped digit in CURRENT).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(WalRecovery::TornTailOnly)).expect("open");
+    drop(db.create_table(TABLE, table_options()).expect("create"));
+    db.close().expect("close");
+    let current = fs::read_to_string(dir.path().join("CURRENT")).expect("CURRENT");
+    assert!(current.starts_with("MANIFEST-"), "{current:?}");
+    fs::write(dir.path().join("CURRENT"), "MANIFEST-999999\n").expect("write");
+    let err = Db::open(dir.path(), options(WalRecovery::TornTailOnly))
+        .err()
+        .unwrap_or_else(|| panic!("opened with CURRENT naming a missing manifest"));
+    let text = err.to_string();
+    assert!(
+        err.is_corruption() && text.contains("CURRENT") && text.contains("MANIFEST-999999"),
+        "{text}"
+    );
+}

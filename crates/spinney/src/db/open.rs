@@ -168,6 +168,21 @@ fn first_logged_seqno(fs: &dyn Fs, dir: &Path, segments: &[u64]) -> Result<Optio
 fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(u64, Recovered)> {
     let current_path = dir.join(CURRENT);
     let number = parse_current(&current_path, &fs.read_all(&current_path)?)?;
+    // CURRENT is written only once the manifest it names is durable: a
+    // name of a manifest that is not there is a damaged CURRENT (or a
+    // manifest lost), not a file the open should go looking for.
+    if !fs.exists(&dir.join(manifest_name(number)))? {
+        return Err(Error::corruption(
+            &current_path,
+            0,
+            format!(
+                "CURRENT names {}, which does not exist (with CURRENT moved aside, \
+                 `spinney --db DIR recover-current` names the newest manifest that \
+                 reads whole)",
+                manifest_name(number)
+            ),
+        ));
+    }
     Ok((
         number,
         read_manifest_numbered(fs, dir, number, wal_recovery)?,
