@@ -66,7 +66,15 @@ impl BtreeTable {
         value: &[u8],
         horizon: &Horizon,
     ) -> Result<()> {
-        self.check_failed()?;
+        // A page write that failed since the group began (the write-back of
+        // an evicted page, by this writer between two entries or by another
+        // thread) does not stop the group: it is in the log, and the tree in
+        // memory stays whole (the page that failed stays in the cache). The
+        // failure refuses the next group, before it is logged
+        // (`Core::make_room`), and every checkpoint. Refusing here, after
+        // the group was logged, answered "refused" for a commit that the
+        // next open recovered.
+        //
         // A failed entry may leave part of its batch in the pages, or pages
         // allocated and never used (a failed overflow write): the tree no
         // longer matches its page accounting. Mark the table failed, so

@@ -26,7 +26,8 @@
 //! `list`, `exists`, `read_all`) and `lock` do not count. Operations are
 //! numbered from 0; `inject(after_ops, kind)` makes operation number
 //! `mutating_ops() + after_ops` fail, so `inject(0, ..)` fails the very next
-//! mutating call. The counter never resets, not even at `crash`.
+//! mutating call; `inject_randomly` fails each with a seeded chance. The
+//! counter never resets, not even at `crash`.
 //!
 //! A failed operation changes nothing: an append that fails with EIO or
 //! ENOSPC writes no byte, a failed sync makes nothing durable, a failed
@@ -117,6 +118,8 @@ struct State {
     mutating_ops: u64,
     /// Pending faults: (operation number, kind), in injection order.
     faults: Vec<(u64, FaultKind)>,
+    /// Faults by chance: (seed, one in how many operations, kind).
+    random: Option<(u64, u64, FaultKind)>,
     /// True between a `FaultKind::Crash` firing and `FaultFs::crash`.
     crashed: bool,
     /// Held locks: path -> token of the guard that holds it.
@@ -136,6 +139,7 @@ impl Default for State {
             generation: 0,
             mutating_ops: 0,
             faults: Vec::new(),
+            random: None,
             crashed: false,
             locks: BTreeMap::new(),
             next_lock_token: 0,
@@ -193,6 +197,11 @@ impl State {
             }
         }
         self.faults.retain(|&(at, _)| at > number);
+        if let (None, Some((seed, one_in, kind))) = (fired, self.random) {
+            if mix(seed ^ mix(number)).is_multiple_of(one_in.max(1)) {
+                fired = Some(kind);
+            }
+        }
         match fired {
             None => Ok(()),
             Some(FaultKind::Eio) => Err(Error::io(op, path, injected_eio())),
@@ -346,6 +355,7 @@ impl State {
         self.generation += 1;
         self.locks.clear();
         self.faults.clear();
+        self.random = None;
         self.crashed = false;
     }
 }
@@ -399,6 +409,14 @@ impl FaultFs {
         state.faults.push((at, kind));
     }
 
+    /// Makes each mutating operation from now on fail with `kind` with a
+    /// chance of one in `one_in`, decided by `seed` and the operation's
+    /// number (the same seed fails the same operations). Replaces an
+    /// earlier such injection; cleared by `clear_faults` and `crash`.
+    pub fn inject_randomly(&self, seed: u64, one_in: u64, kind: FaultKind) {
+        self.state.lock().random = Some((seed, one_in, kind));
+    }
+
     /// Mutating operations started so far; never reset.
     pub fn mutating_ops(&self) -> u64 {
         self.state.lock().mutating_ops
@@ -407,7 +425,9 @@ impl FaultFs {
     /// Drops every pending fault. A `FaultKind::Crash` that already fired
     /// stays in force until `crash`.
     pub fn clear_faults(&self) {
-        self.state.lock().faults.clear();
+        let mut state = self.state.lock();
+        state.faults.clear();
+        state.random = None;
     }
 
     /// True when an injected `FaultKind::Crash` has fired and `crash` has
