@@ -18,7 +18,7 @@ cargo run --quiet --release --bin write_seeds
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(log_segment batch_record manifest_edit sst_block sst_filter sst_footer
-        sst_file btree_page btree_header free_map)
+        sst_file btree_page btree_header free_map crash_ops)
 fi
 mkdir -p logs
 rows=()

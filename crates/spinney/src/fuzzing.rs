@@ -33,7 +33,7 @@ use crate::wal::reader::{LogReader, Read};
 use crate::wal::writer::LogWriter;
 
 /// The targets, by name (each a file in `fuzz/fuzz_targets/`).
-pub const TARGETS: [&str; 10] = [
+pub const TARGETS: [&str; 11] = [
     "log_segment",
     "batch_record",
     "manifest_edit",
@@ -44,6 +44,7 @@ pub const TARGETS: [&str; 10] = [
     "btree_page",
     "btree_header",
     "free_map",
+    "crash_ops",
 ];
 
 /// Runs target `name` over `data`. False for an unknown name.
@@ -59,6 +60,8 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "btree_page" => btree_page(data),
         "btree_header" => btree_header(data),
         "free_map" => free_map(data),
+        #[cfg(feature = "testing")]
+        "crash_ops" => crash_ops(data),
         _ => return false,
     }
     true
@@ -254,6 +257,167 @@ pub fn free_map(data: &[u8]) {
     let _ = decode_free_map(blob, u64::from_le_bytes(c));
 }
 
+/// Operations over an LSM table and a B-tree table on the fault-injecting
+/// file system, with power lost at points the input chooses, checked
+/// against a model of what was acknowledged (every commit is synced:
+/// `Durability::Full`). Each pair of bytes picks an operation and its
+/// argument: a batch putting or deleting one key in both tables, a flush, a
+/// checkpoint, `compact_all`, a clean reopen, or power lost a few file
+/// operations later. After power is lost the reopened tables must equal
+/// each other and the model, or the model plus the commit the loss
+/// interrupted.
+#[cfg(feature = "testing")]
+pub fn crash_ops(data: &[u8]) {
+    use crate::fs::{FaultFs, FaultKind};
+    use crate::options::{Durability, Options, TableOptions};
+    use crate::{Db, Table, WriteBatch};
+
+    type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+    let fs = FaultFs::new();
+    let options = Options {
+        durability: Durability::Full,
+        background_threads: 0,
+        autowork: true,
+        cache_size: 64 << 10,
+        wal_segment_size: 32 << 10,
+        checkpoint_wal_bytes: 32 << 10,
+        fs: fs.clone(),
+        ..Options::default()
+    };
+    let open = || -> (Db, Vec<Table>) {
+        let db = match Db::open("/db", options.clone()) {
+            Ok(db) => db,
+            Err(e) => panic!("open: {e}"),
+        };
+        let kinds = [
+            (
+                "lsm",
+                TableOptions {
+                    write_buffer_size: 64 << 10,
+                    ..TableOptions::lsm()
+                },
+            ),
+            (
+                "bt",
+                TableOptions {
+                    page_size: 4096,
+                    ..TableOptions::btree()
+                },
+            ),
+        ];
+        let tables = kinds
+            .into_iter()
+            .map(|(name, o)| match db.open_table(name, o) {
+                Ok(t) => t,
+                Err(e) => panic!("table {name}: {e}"),
+            })
+            .collect();
+        (db, tables)
+    };
+    let read = |tables: &[Table]| -> Vec<Model> {
+        tables
+            .iter()
+            .map(|t| match t.iter().and_then(|it| it.collect()) {
+                Ok(m) => m,
+                Err(e) => panic!("scan of {}: {e}", t.name()),
+            })
+            .collect()
+    };
+    let (mut db, mut tables) = open();
+    let mut model = Model::new();
+    let mut bytes = data.iter().copied();
+    let mut loss_pending = false;
+    while let Some(op) = bytes.next() {
+        let arg = bytes.next().unwrap_or(0);
+        let key = format!("k{:02}", arg % 48).into_bytes();
+        // What the operation changes, if it is a commit.
+        let mut change: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
+        let result = match op {
+            0..=159 => {
+                let len = usize::from(op) * 13 % 1500;
+                let value: Vec<u8> = (0..len).map(|i| (i as u8) ^ arg).collect();
+                let mut b = WriteBatch::new();
+                for t in &tables {
+                    b.put(t, &key, &value);
+                }
+                change = Some((key, Some(value)));
+                db.write(b)
+            }
+            160..=189 => {
+                let mut b = WriteBatch::new();
+                for t in &tables {
+                    b.delete(t, &key);
+                }
+                change = Some((key, None));
+                db.write(b)
+            }
+            190..=199 => db.flush(),
+            200..=209 => db.checkpoint(),
+            210..=219 => tables
+                .get(usize::from(arg % 2))
+                .map_or(Ok(()), Table::compact_all),
+            220..=229 if !loss_pending => {
+                tables.clear();
+                if let Err(e) = db.close() {
+                    panic!("close: {e}");
+                }
+                (db, tables) = open();
+                assert!(
+                    read(&tables).iter().all(|m| *m == model),
+                    "a clean reopen lost or added entries"
+                );
+                continue;
+            }
+            220..=229 => Ok(()),
+            _ => {
+                if !loss_pending {
+                    fs.inject(u64::from(arg % 24), FaultKind::Crash);
+                    loss_pending = true;
+                }
+                Ok(())
+            }
+        };
+        match result {
+            Ok(()) => {
+                if let Some((k, v)) = change {
+                    match v {
+                        Some(v) => model.insert(k, v),
+                        None => model.remove(&k),
+                    };
+                }
+            }
+            Err(_) if fs.is_crashed() => {
+                // Power lost: reopen, and check what is found.
+                tables.clear();
+                drop(db);
+                fs.crash(Some(u64::from(arg)));
+                loss_pending = false;
+                (db, tables) = open();
+                let found = read(&tables);
+                let mut with = model.clone();
+                if let Some((k, v)) = change {
+                    match v {
+                        Some(v) => with.insert(k, v),
+                        None => with.remove(&k),
+                    };
+                }
+                let first = found.first().cloned().unwrap_or_default();
+                assert!(
+                    found.iter().all(|m| *m == first),
+                    "after power was lost the two tables differ"
+                );
+                assert!(
+                    first == model || first == with,
+                    "after power was lost the tables hold neither the acknowledged \
+                     commits nor them and the interrupted one"
+                );
+                model = first;
+            }
+            Err(e) => panic!("operation {op} failed with power on: {e}"),
+        }
+    }
+}
+
 /// Valid inputs for target `name`, made by the engine's encoders.
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     let batch = {
@@ -350,6 +514,20 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             let mut seed = 12u64.to_le_bytes().to_vec();
             seed.extend_from_slice(&encode_free_map(&extents));
             vec![seed]
+        }
+        "crash_ops" => {
+            // Puts, a delete, a flush, a checkpoint, power lost, more puts,
+            // a clean reopen.
+            let mut ops = Vec::new();
+            for i in 0..40u8 {
+                ops.extend([i * 3, i]);
+            }
+            ops.extend([170, 5, 195, 0, 205, 0, 240, 3]);
+            for i in 0..20u8 {
+                ops.extend([100 + i, i]);
+            }
+            ops.extend([225, 0, 212, 1]);
+            vec![ops]
         }
         _ => Vec::new(),
     }

@@ -93,8 +93,8 @@ fn run(seed: u64, kind: FaultKind) -> (usize, bool) {
             "{ctx}: the state matches the first {:?} batches",
             common::model::matching_prefixes(&all, &state, 0, all.len())
         );
-        for t in 0..2 {
-            let one: Vec<State> = vec![state[t].clone()];
+        for (t, table_state) in state.iter().enumerate() {
+            let one: Vec<State> = vec![table_state.clone()];
             let only: Vec<Batch> = all
                 .iter()
                 .map(|b| {
