@@ -51,15 +51,23 @@ v=$(sed -nE 's/.*violations: ([0-9]+).*/\1/p' <<<"$out")
 rows+=("$(printf '%-34s %12s %12s' "byte flips and piece swaps" "${n:-?}" "${v:-?}")")
 
 if [ "$mode" = --long ]; then
+    # Each simulated power loss of the suites appends a byte here.
+    export SPINNEY_CRASH_COUNT_FILE=/tmp/spinney-torture-crashes
+    rm -f "$SPINNEY_CRASH_COUNT_FILE"
+    suites_failed=0
     for suite in crash_commit crash_flush_compaction crash_checkpoint crash_manifest_roll \
-        crash_recovery kill_process corruption boundaries model; do
+        crash_recovery kill_process corruption boundaries io_errors model; do
         log=/tmp/spinney-torture-$suite.log
         status=0
         cargo test --quiet --release --locked -p spinney --test "$suite" >"$log" 2>&1 || status=$?
         passed=$(grep -oE '[0-9]+ passed' "$log" | awk '{ s += $1 } END { print s + 0 }')
         [ "$status" -eq 0 ] || failed=1
+        [ "$status" -eq 0 ] || suites_failed=1
         rows+=("$(printf '%-34s %12s %12s' "suite $suite (tests)" "${passed:-0}" "$([ "$status" -eq 0 ] && echo 0 || echo "FAILED")")")
     done
+    images=$(stat -c %s "$SPINNEY_CRASH_COUNT_FILE" 2>/dev/null || echo 0)
+    rows+=("$(printf '%-34s %12s %12s' "crash images checked (suites)" "$images" "$suites_failed")")
+    unset SPINNEY_CRASH_COUNT_FILE
     status=0
     fuzz_out=$(scripts/fuzz.sh 600) || status=$?
     echo "$fuzz_out"

@@ -360,6 +360,24 @@ impl State {
     }
 }
 
+/// The environment variable naming a file to which each simulated crash
+/// appends one byte, so that a torture run can count the crash images its
+/// suites checked (`scripts/torture.sh`). Unset: nothing is counted.
+pub const CRASH_COUNT_FILE: &str = "SPINNEY_CRASH_COUNT_FILE";
+
+fn count_crash_image() {
+    use std::io::Write;
+    if let Some(path) = std::env::var_os(CRASH_COUNT_FILE) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(b".");
+        }
+    }
+}
+
 impl Default for FaultFs {
     fn default() -> Self {
         FaultFs {
@@ -398,6 +416,7 @@ impl FaultFs {
     /// a `FaultKind::Crash` that fired is over.
     pub fn crash(&self, tear_seed: Option<u64>) {
         self.state.lock().crash(tear_seed);
+        count_crash_image();
     }
 
     /// Makes mutating operation number `mutating_ops() + after_ops` fail
