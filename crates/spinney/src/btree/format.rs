@@ -154,7 +154,9 @@ impl Checkpoint {
             || (c.root == 0) != (c.height == 0)
             || (c.free_map_pages > 0
                 && !(in_file(c.free_map_first)
-                    && c.free_map_first + u64::from(c.free_map_pages) <= c.page_count))
+                    && c.free_map_first
+                        .checked_add(u64::from(c.free_map_pages))
+                        .is_some_and(|end| end <= c.page_count)))
             || c.seqno > SEQNO_MAX
         {
             return Err(format!("header fields out of range: {c:?}"));
@@ -352,6 +354,22 @@ mod tests {
             let err = Checkpoint::decode(&c.encode(8192, 3), 8192, 3).expect_err("refused");
             assert!(err.contains("out of range"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_free_map_run_past_the_largest_page_number_is_refused() {
+        // Goal: a header (checksum and all) whose free map run ends past
+        // u64::MAX is out of range, not a sum that overflows (a fuzzer
+        // found it: a panic in a debug build, a run that wraps around to
+        // look valid in a release one).
+        let c = Checkpoint {
+            page_count: u64::MAX,
+            free_map_first: u64::MAX - 2,
+            free_map_pages: 5,
+            ..checkpoint()
+        };
+        let err = Checkpoint::decode(&c.encode(8192, 3), 8192, 3).expect_err("refused");
+        assert!(err.contains("out of range"), "{err}");
     }
 
     #[test]
