@@ -300,3 +300,52 @@ fn a_manifest_alone_left_by_a_first_open_that_died_gets_a_new_database() {
     }
     open(dir.path()).close().expect("close");
 }
+
+#[test]
+fn open_table_refuses_a_kind_or_page_size_other_than_the_tables() {
+    // Goal: asking `open_table` for an LSM table named like an existing
+    // B-tree table (or for other pages) is an error that says which, not
+    // the other table returned in silence; options not fixed at creation
+    // are the table's own, and the same request opens it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    db.create_table("bt", TableOptions::btree())
+        .expect("create bt");
+    db.create_table("lsm", TableOptions::lsm())
+        .expect("create lsm");
+
+    match db.open_table("bt", TableOptions::lsm()) {
+        Err(Error::InvalidArgument(why)) => {
+            assert!(why.contains("Btree") && why.contains("Lsm"), "{why}")
+        }
+        other => panic!("an LSM table asked for over a B-tree one: {other:?}"),
+    }
+    match db.open_table("lsm", TableOptions::btree()) {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("Lsm"), "{why}"),
+        other => panic!("a B-tree table asked for over an LSM one: {other:?}"),
+    }
+    let small_pages = TableOptions {
+        page_size: 4096,
+        ..TableOptions::btree()
+    };
+    match db.open_table("bt", small_pages) {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("4096"), "{why}"),
+        other => panic!("4 KiB pages asked for over 8 KiB ones: {other:?}"),
+    }
+    let bigger_buffer = TableOptions {
+        write_buffer_size: 16 << 20,
+        ..TableOptions::lsm()
+    };
+    let t = db.open_table("lsm", bigger_buffer).expect("same kind");
+    assert_eq!(
+        t.options().write_buffer_size,
+        TableOptions::lsm().write_buffer_size
+    );
+    assert_eq!(
+        db.open_table("bt", TableOptions::btree())
+            .expect("same")
+            .options()
+            .kind,
+        TableKind::Btree
+    );
+}

@@ -435,11 +435,29 @@ impl Db {
     }
 
     /// The table named `name`, created with `options` if it does not exist.
+    /// An existing table must be of the kind asked for, and a B-tree table
+    /// of the page size asked for (both are fixed when a table is created):
+    /// `InvalidArgument` says which differs. Its other options are the ones
+    /// it was created with (`Table::options`).
     pub fn open_table(&self, name: &str, options: TableOptions) -> Result<Table> {
-        match self.table(name) {
-            Err(Error::NoSuchTable(_)) => self.create_table(name, options),
-            other => other,
+        let table = match self.table(name) {
+            Err(Error::NoSuchTable(_)) => return self.create_table(name, options),
+            other => other?,
+        };
+        let have = table.options();
+        if have.kind != options.kind {
+            return Err(Error::invalid(format!(
+                "table {name:?} is a {:?} table; asked for a {:?} table",
+                have.kind, options.kind
+            )));
         }
+        if have.kind == TableKind::Btree && have.page_size != options.page_size {
+            return Err(Error::invalid(format!(
+                "table {name:?} has {}-byte pages; asked for {}-byte pages",
+                have.page_size, options.page_size
+            )));
+        }
+        Ok(table)
     }
 
     /// Every table, by name.
