@@ -353,6 +353,11 @@ fn keys_up_to_the_limit_work_and_longer_ones_are_invalid_arguments() {
                 Err(Error::InvalidArgument(_)) => {}
                 other => panic!("delete of a key of {} bytes: {other:?}", max + 1),
             }
+            // A get answers as a put does.
+            match t.get(&too_long) {
+                Err(Error::InvalidArgument(_)) => {}
+                other => panic!("get of a key of {} bytes: {other:?}", max + 1),
+            }
             let mut b = WriteBatch::new();
             b.put(&t, b"fine", b"v");
             b.put(&t, &too_long, b"v");

@@ -15,7 +15,6 @@ use super::snapshot::Snapshot;
 use super::{work, write, Core, DbInner, Shape};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::limits;
 use crate::lsm::compaction;
 use crate::options::{TableOptions, WriteOptions};
 
@@ -65,7 +64,16 @@ impl Table {
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>> {
         self.check()?;
-        check_key(key)?;
+        // The table's own limit, as a put answers: a B-tree table's is
+        // smaller than the engine's.
+        let max_key = self.options().max_key_len();
+        if key.len() > max_key {
+            return Err(Error::invalid(format!(
+                "key of {} bytes is longer than the limit of {max_key} bytes for table {:?}",
+                key.len(),
+                self.name()
+            )));
+        }
         let snapshot = match snapshot {
             Some(s) => Some((s, self.read_seqno(Some(s))?)),
             None => None,
@@ -175,17 +183,6 @@ impl Table {
         self.check()?;
         self.core.shape()
     }
-}
-
-pub(super) fn check_key(key: &[u8]) -> Result<()> {
-    if key.len() > limits::KEY_BYTES_MAX {
-        return Err(Error::invalid(format!(
-            "key of {} bytes is longer than the limit of {} bytes",
-            key.len(),
-            limits::KEY_BYTES_MAX
-        )));
-    }
-    Ok(())
 }
 
 pub(super) fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
