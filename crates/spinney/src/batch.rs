@@ -29,6 +29,20 @@ pub struct WriteBatch {
     pub(crate) invalid: Option<Error>,
 }
 
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("entries", &self.rep.count())
+            .field("bytes", &self.rep.byte_len())
+            .field(
+                "tables",
+                &self.tables.iter().map(Core::name).collect::<Vec<_>>(),
+            )
+            .field("invalid", &self.invalid)
+            .finish()
+    }
+}
+
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {

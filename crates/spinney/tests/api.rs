@@ -241,7 +241,7 @@ fn a_database_without_current_is_refused_and_recover_current_brings_it_back() {
             create_if_missing,
             ..Options::default()
         };
-        let err = Db::open(dir.path(), options).err().expect("refused");
+        let err = Db::open(dir.path(), options).expect_err("refused");
         let text = err.to_string();
         assert!(err.is_corruption(), "{text}");
         assert!(
@@ -347,5 +347,41 @@ fn open_table_refuses_a_kind_or_page_size_other_than_the_tables() {
             .options()
             .kind,
         TableKind::Btree
+    );
+}
+
+#[test]
+fn the_handles_a_user_holds_print_with_debug() {
+    // Goal: `{:?}` of a database, a batch, a cursor and a range says what
+    // they are (a struct holding one can derive Debug).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db.create_table("t", TableOptions::lsm()).expect("create");
+    t.put(b"apple", b"red").expect("put");
+    let shown = format!("{db:?}");
+    assert!(
+        shown.contains("Db") && shown.contains("tables: 1"),
+        "{shown}"
+    );
+    let mut b = WriteBatch::new();
+    b.put(&t, b"k", b"v");
+    b.delete(&t, b"j");
+    let shown = format!("{b:?}");
+    assert!(
+        shown.contains("entries: 2") && shown.contains("\"t\""),
+        "{shown}"
+    );
+    let mut c = t.cursor().expect("cursor");
+    c.seek_to_first();
+    let shown = format!("{c:?}");
+    assert!(
+        shown.contains("valid: true") && shown.contains("apple"),
+        "{shown}"
+    );
+    let r = t.range::<&[u8], _>(..).expect("range");
+    let shown = format!("{r:?}");
+    assert!(
+        shown.contains("Range") && shown.contains("\"t\""),
+        "{shown}"
     );
 }

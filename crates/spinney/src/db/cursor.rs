@@ -127,6 +127,29 @@ pub struct Cursor {
     pub(super) _pin: Pin,
 }
 
+impl std::fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Cursor");
+        d.field("valid", &self.valid());
+        if self.valid() {
+            d.field("key", &String::from_utf8_lossy(self.key()));
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Range {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Range")
+            .field("table", &self.table.name())
+            .field("seqno", &self.seqno)
+            .field("lower", &self.lower)
+            .field("upper", &self.upper)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What keeps a cursor's state readable.
 pub(super) enum Pin {
     Lsm(Arc<SuperVersion>),

@@ -285,6 +285,16 @@ pub struct Db {
     shut: bool,
 }
 
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("path", &self.inner.dir)
+            .field("tables", &self.inner.vs.lock().tables.len())
+            .field("background_threads", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// A table's name, kind and options, as the catalog records them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableInfo {
