@@ -385,3 +385,34 @@ fn the_handles_a_user_holds_print_with_debug() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_shared_database_closes_through_any_handle() {
+    // Goal: a database held in an `Arc` (shared by threads) can be closed
+    // and report the log's sync: later calls say `Closed`, a second close
+    // is `Ok`, and what was written is there at the next open.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = std::sync::Arc::new(open(dir.path()));
+    let t = db.create_table("t", TableOptions::btree()).expect("create");
+    let writer = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            for i in 0..100u32 {
+                t.put(&i.to_be_bytes(), b"v").expect("put before the close");
+            }
+        })
+    };
+    writer.join().expect("writer");
+    let other = std::sync::Arc::clone(&db);
+    other.close().expect("close through a shared handle");
+    assert!(matches!(t.put(b"late", b"v"), Err(Error::Closed)));
+    assert!(matches!(db.table("t"), Err(Error::Closed)));
+    db.close().expect("a second close");
+    drop((t, db, other));
+    let db = open(dir.path());
+    let t = db.table("t").expect("table");
+    assert_eq!(
+        t.get(&99u32.to_be_bytes()).expect("get"),
+        Some(b"v".to_vec())
+    );
+}

@@ -281,8 +281,8 @@ impl DbInner {
 /// ```
 pub struct Db {
     inner: Arc<DbInner>,
-    workers: Vec<JoinHandle<()>>,
-    shut: bool,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    shut: AtomicBool,
 }
 
 impl std::fmt::Debug for Db {
@@ -290,7 +290,7 @@ impl std::fmt::Debug for Db {
         f.debug_struct("Db")
             .field("path", &self.inner.dir)
             .field("tables", &self.inner.vs.lock().tables.len())
-            .field("background_threads", &self.workers.len())
+            .field("background_threads", &self.workers.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -321,10 +321,10 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let threads = options.background_threads;
         let inner = Arc::new(open::open(path.as_ref(), options)?);
-        let mut db = Db {
+        let db = Db {
             inner,
-            workers: Vec::new(),
-            shut: false,
+            workers: Mutex::new(Vec::new()),
+            shut: AtomicBool::new(false),
         };
         for i in 0..threads {
             let worker_inner = Arc::clone(&db.inner);
@@ -332,7 +332,7 @@ impl Db {
                 .name(format!("spinney-bg-{i}"))
                 .spawn(move || work::background_loop(&worker_inner))
                 .map_err(|e| Error::io("spawn background thread", path.as_ref(), e))?;
-            db.workers.push(worker);
+            db.workers.lock().push(worker);
         }
         Ok(db)
     }
@@ -584,12 +584,15 @@ impl Db {
 
     /// Closes the database: stops background work at a clean point and syncs
     /// the log. Dropping a `Db` does the same but cannot report an error.
-    pub fn close(mut self) -> Result<()> {
+    /// Callable through a shared handle (an `Arc<Db>`): every later call on
+    /// the database or its tables returns `Error::Closed`, and a second
+    /// close returns `Ok`.
+    pub fn close(&self) -> Result<()> {
         self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Result<()> {
-        if std::mem::replace(&mut self.shut, true) {
+    fn shutdown(&self) -> Result<()> {
+        if self.shut.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         {
@@ -598,7 +601,8 @@ impl Db {
             self.inner.bg_work.notify_all();
             self.inner.bg_done.notify_all();
         }
-        for worker in self.workers.drain(..) {
+        let workers = std::mem::take(&mut *self.workers.lock());
+        for worker in workers {
             let _ = worker.join();
         }
         // Jobs run by other threads (autowork, `work`) end at their next
