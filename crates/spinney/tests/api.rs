@@ -416,3 +416,41 @@ fn a_shared_database_closes_through_any_handle() {
         Some(b"v".to_vec())
     );
 }
+
+#[test]
+fn a_snapshot_iterates_a_whole_table_as_of_its_moment() {
+    // Goal: `Snapshot::iter` is the whole table as of the snapshot, both
+    // ways, for both kinds, whatever is written after it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    for options in [TableOptions::lsm(), TableOptions::btree()] {
+        let name = format!("{:?}", options.kind);
+        let t = db.create_table(&name, options).expect("create");
+        t.put(b"a", b"1").expect("put");
+        t.put(b"b", b"2").expect("put");
+        let snap = db.snapshot();
+        t.put(b"c", b"3").expect("put after");
+        t.delete(b"a").expect("delete after");
+        let seen: Vec<(Vec<u8>, Vec<u8>)> = snap
+            .iter(&t)
+            .expect("iter")
+            .collect::<spinney::Result<_>>()
+            .expect("scan");
+        assert_eq!(
+            seen,
+            vec![
+                (b"a".to_vec(), b"1".to_vec()),
+                (b"b".to_vec(), b"2".to_vec())
+            ],
+            "{name}"
+        );
+        let back: Vec<Vec<u8>> = snap
+            .iter(&t)
+            .expect("iter")
+            .rev()
+            .map(|e| e.map(|(k, _)| k))
+            .collect::<spinney::Result<_>>()
+            .expect("reverse scan");
+        assert_eq!(back, vec![b"b".to_vec(), b"a".to_vec()], "{name}");
+    }
+}

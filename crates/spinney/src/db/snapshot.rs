@@ -5,7 +5,7 @@
 //! Thread-safety: `Send + Sync`; the registry is the database's
 //! `snapshots` map, under its own lock.
 
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -57,6 +57,12 @@ impl Snapshot {
         let lower = owned_bound(range.start_bound());
         let upper = owned_bound(range.end_bound());
         Range::new(table, Some(self), lower, upper)
+    }
+
+    /// Every entry of `table` as of the snapshot, in key order (reverse
+    /// with `.rev()`): `range(table, ..)`, as `Table::iter` is.
+    pub fn iter(&self, table: &Table) -> Result<Range> {
+        Range::new(table, Some(self), Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The sequence number the snapshot reads at.
