@@ -454,3 +454,73 @@ fn a_snapshot_iterates_a_whole_table_as_of_its_moment() {
         assert_eq!(back, vec![b"b".to_vec(), b"a".to_vec()], "{name}");
     }
 }
+
+#[test]
+fn prefix_scans_find_exactly_the_keys_that_begin_with_the_prefix() {
+    // Goal: `prefix` finds every key that begins with the prefix and no
+    // other, both ways, on both kinds and through a snapshot, with the
+    // 0xFF edge right (a prefix ending in 0xFF, one of 0xFF bytes only,
+    // keys that are the prefix itself or longer than it by 0xFF bytes).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let keys: Vec<Vec<u8>> = vec![
+        vec![],
+        b"a".to_vec(),
+        b"a\x00".to_vec(),
+        b"ab".to_vec(),
+        b"abc".to_vec(),
+        b"a\xff".to_vec(),
+        b"a\xff\xff".to_vec(),
+        b"a\xff\x00".to_vec(),
+        b"b".to_vec(),
+        b"\xfe\xff".to_vec(),
+        b"\xff".to_vec(),
+        b"\xff\x00".to_vec(),
+        b"\xff\xff".to_vec(),
+        b"\xff\xff\xff".to_vec(),
+    ];
+    let prefixes: Vec<&[u8]> = vec![
+        b"",
+        b"a",
+        b"ab",
+        b"a\xff",
+        b"a\xff\xff",
+        b"b",
+        b"c",
+        b"\xfe",
+        b"\xff",
+        b"\xff\xff",
+        b"\xff\xff\xff\xff",
+    ];
+    for options in [TableOptions::lsm(), TableOptions::btree()] {
+        let name = format!("{:?}", options.kind);
+        let t = db.create_table(&name, options).expect("create");
+        for k in &keys {
+            t.put(k, k).expect("put");
+        }
+        let snap = db.snapshot();
+        t.put(b"a-after", b"x").expect("put after the snapshot");
+        for p in &prefixes {
+            let mut want: Vec<Vec<u8>> =
+                keys.iter().filter(|k| k.starts_with(p)).cloned().collect();
+            want.sort();
+            let forward: Vec<Vec<u8>> = snap
+                .prefix(&t, p)
+                .expect("prefix")
+                .map(|e| e.map(|(k, _)| k))
+                .collect::<spinney::Result<_>>()
+                .expect("scan");
+            assert_eq!(forward, want, "{name}: prefix {p:?} through the snapshot");
+            let mut backward: Vec<Vec<u8>> = t
+                .prefix(p)
+                .expect("prefix")
+                .rev()
+                .map(|e| e.map(|(k, _)| k))
+                .filter(|k| k.as_deref().map_or(true, |k| k != b"a-after"))
+                .collect::<spinney::Result<_>>()
+                .expect("reverse scan");
+            backward.reverse();
+            assert_eq!(backward, want, "{name}: prefix {p:?} backwards");
+        }
+    }
+}

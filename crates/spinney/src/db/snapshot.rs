@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::cursor::Range;
-use super::table::{owned_bound, Table};
+use super::table::{owned_bound, prefix_bounds, Table};
 use super::DbInner;
 use crate::error::Result;
 
@@ -63,6 +63,13 @@ impl Snapshot {
     /// with `.rev()`): `range(table, ..)`, as `Table::iter` is.
     pub fn iter(&self, table: &Table) -> Result<Range> {
         Range::new(table, Some(self), Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entries of `table` whose keys begin with `prefix`, as of the
+    /// snapshot (as `Table::prefix`).
+    pub fn prefix(&self, table: &Table, prefix: &[u8]) -> Result<Range> {
+        let (lower, upper) = prefix_bounds(prefix);
+        Range::new(table, Some(self), lower, upper)
     }
 
     /// The sequence number the snapshot reads at.

@@ -135,6 +135,14 @@ impl Table {
         Range::new(self, None, Bound::Unbounded, Bound::Unbounded)
     }
 
+    /// The entries whose keys begin with `prefix`, in key order (reverse
+    /// with `.rev()`). A prefix of 0xFF bytes has no key above its range:
+    /// the range then runs to the end of the table.
+    pub fn prefix(&self, prefix: &[u8]) -> Result<Range> {
+        let (lower, upper) = prefix_bounds(prefix);
+        Range::new(self, None, lower, upper)
+    }
+
     /// Flushes this table's memtables to SSTs (LSM), or checkpoints it
     /// (B-tree), and waits for it.
     pub fn flush(&self) -> Result<()> {
@@ -183,6 +191,25 @@ impl Table {
         self.check()?;
         self.core.shape()
     }
+}
+
+/// The bounds of the keys that begin with `prefix`: from the prefix
+/// itself, up to the first key above all of them (the prefix without its
+/// trailing 0xFF bytes, its last byte then one more), or the end when the
+/// prefix is all 0xFF bytes (or empty).
+pub(super) fn prefix_bounds(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let mut upper = prefix.to_vec();
+    while upper.last() == Some(&0xFF) {
+        upper.pop();
+    }
+    let upper = match upper.last_mut() {
+        Some(last) => {
+            *last += 1;
+            Bound::Excluded(upper)
+        }
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(prefix.to_vec()), upper)
 }
 
 pub(super) fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
