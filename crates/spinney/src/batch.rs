@@ -87,7 +87,20 @@ impl WriteBatch {
             return;
         }
         if let Err(e) = self.check(table, key, value) {
-            self.invalid = Some(e);
+            // Say which operation: the error reaches the caller only at
+            // `Db::write`, after every operation was added.
+            let op = match kind {
+                Kind::Delete => "delete",
+                _ => "put",
+            };
+            self.invalid = Some(match e {
+                Error::InvalidArgument(why) => Error::InvalidArgument(format!(
+                    "operation {} of the batch (a {op} in table {:?}): {why}",
+                    self.rep.count() + 1,
+                    table.name()
+                )),
+                other => other,
+            });
             return;
         }
         if !self.tables.iter().any(|t| t.id() == table.core.id()) {

@@ -362,7 +362,10 @@ fn keys_up_to_the_limit_work_and_longer_ones_are_invalid_arguments() {
             b.put(&t, b"fine", b"v");
             b.put(&t, &too_long, b"v");
             match db.write(b) {
-                Err(Error::InvalidArgument(_)) => {}
+                // The error says which operation of the batch was refused.
+                Err(Error::InvalidArgument(why)) => {
+                    assert!(why.contains("operation 2 of the batch (a put"), "{why}")
+                }
                 other => panic!("batch with a key of {} bytes: {other:?}", max + 1),
             }
             assert_eq!(t.get(b"fine").expect("get"), None, "half a refused batch");
