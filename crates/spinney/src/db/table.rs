@@ -100,6 +100,16 @@ impl Table {
         self.get_at(key, None)
     }
 
+    /// The values of `keys`, in their order, all read at one moment (a
+    /// write committed meanwhile is seen by all of them or by none).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.check()?;
+        let snapshot = Snapshot::new(&self.db);
+        keys.iter()
+            .map(|k| self.get_at(k.as_ref(), Some(&snapshot)))
+            .collect()
+    }
+
     /// A cursor over the whole table at the current state.
     pub fn cursor(&self) -> Result<Cursor> {
         self.cursor_with(&ReadOptions::default())
