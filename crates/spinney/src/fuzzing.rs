@@ -18,8 +18,8 @@ use std::sync::Arc;
 use crate::btree::format::{decode_free_map, encode_free_map, Checkpoint};
 use crate::btree::page;
 use crate::cache::Cache;
-use crate::error::Result;
-use crate::fs::{RandomAccessFile, WritableFile};
+use crate::fs::mem::{MemFile, MemWritable};
+use crate::fs::RandomAccessFile;
 use crate::lsm::sst::block::{Block, BlockBuilder, BlockIter};
 use crate::lsm::sst::filter::{self, BloomFilter};
 use crate::lsm::sst::format::{Footer, Properties, FOOTER_BYTES};
@@ -153,7 +153,7 @@ pub fn sst_footer(data: &[u8]) {
 
 /// A whole SST file, opened and read through.
 pub fn sst_file(data: &[u8]) {
-    let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(data.to_vec()));
+    let file: Arc<dyn RandomAccessFile> = Arc::new(mem_file(data.to_vec()));
     let Ok(sst) = Sst::open(file, 1, Arc::new(Cache::new(1 << 20))) else {
         return;
     };
@@ -437,13 +437,14 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         .collect();
     match name {
         "log_segment" => {
-            let out = SharedBytes::default();
-            let mut w = LogWriter::new(Box::new(out.writer()));
+            let (file, out) = mem_writable();
+            let mut w = LogWriter::new(Box::new(file));
             for _ in 0..3 {
                 let _ = w.add_record(&batch);
             }
             let _ = w.flush();
-            vec![out.bytes()]
+            let bytes = out.lock().clone();
+            vec![bytes]
         }
         "batch_record" => vec![batch],
         "manifest_edit" => {
@@ -535,98 +536,39 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
 
 /// An SST of `entries` (internal keys in order), as a file's bytes.
 fn sst_bytes(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
-    let out = SharedBytes::default();
+    let (file, out) = mem_writable();
     let options = SstOptions {
         compression: Compression::None,
         bloom_bits_per_key: 10,
         block_size: 1024,
     };
-    let mut b = SstBuilder::new(Box::new(out.writer()), options);
+    let mut b = SstBuilder::new(Box::new(file), options);
     for (k, v) in entries {
         if b.add(k, v).is_err() {
             break;
         }
     }
     let _ = b.finish();
-    out.bytes()
+    let bytes = out.lock().clone();
+    bytes
 }
 
-/// Bytes a `WritableFile` appends to, shared with whoever made it.
-#[derive(Default, Clone)]
-struct SharedBytes(Arc<parking_lot::Mutex<Vec<u8>>>);
-
-impl SharedBytes {
-    fn writer(&self) -> MemWriter {
-        MemWriter {
-            bytes: self.clone(),
-            path: PathBuf::from("fuzz"),
-        }
-    }
-
-    fn bytes(&self) -> Vec<u8> {
-        self.0.lock().clone()
+/// A file in memory holding `data`.
+fn mem_file(data: Vec<u8>) -> MemFile {
+    MemFile {
+        data,
+        path: PathBuf::from("fuzz"),
     }
 }
 
-struct MemWriter {
-    bytes: SharedBytes,
-    path: PathBuf,
-}
-
-impl WritableFile for MemWriter {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.bytes.0.lock().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.bytes.0.lock().len() as u64
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// A file in memory, read at offsets.
-struct MemFile {
-    data: Vec<u8>,
-    path: PathBuf,
-}
-
-impl MemFile {
-    fn new(data: Vec<u8>) -> MemFile {
-        MemFile {
-            data,
-            path: PathBuf::from("fuzz"),
-        }
-    }
-}
-
-impl RandomAccessFile for MemFile {
-    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        usize::try_from(offset)
-            .ok()
-            .and_then(|o| self.data.get(o..o.checked_add(len)?))
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| {
-                crate::error::Error::io(
-                    "read",
-                    &self.path,
-                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-                )
-            })
-    }
-    fn len(&self) -> u64 {
-        self.data.len() as u64
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
+/// A file in memory to append to, and its bytes.
+fn mem_writable() -> (MemWritable, Arc<parking_lot::Mutex<Vec<u8>>>) {
+    let data = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let file = MemWritable {
+        data: Arc::clone(&data),
+        path: PathBuf::from("fuzz"),
+    };
+    (file, data)
 }
 
 #[cfg(test)]
@@ -672,7 +614,7 @@ mod tests {
         .count();
         assert_eq!(records, 3);
         assert!(VersionEdit::decode(&seeds("manifest_edit").remove(0)).is_ok());
-        let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(seeds("sst_file").remove(0)));
+        let file: Arc<dyn RandomAccessFile> = Arc::new(mem_file(seeds("sst_file").remove(0)));
         let sst = Sst::open(file, 1, Arc::new(Cache::new(1 << 20))).expect("an SST");
         let mut it = sst.iter();
         it.seek_to_first();

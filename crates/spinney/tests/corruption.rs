@@ -928,6 +928,32 @@ fn a_damaged_newest_header_slot_after_the_older_images_pages_were_reused_reads_n
     eprintln!("newest slot damaged after page reuse: {outcome:?} (Err: open refused)");
 }
 
+/// A copy of the database in `built` whose log segment `name` is emptied
+/// or deleted; with a name for messages.
+fn without_segment(built: &Path, name: &str, emptied: bool) -> (tempfile::TempDir, String) {
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(built, copy.path());
+    let path = copy.path().join(name);
+    if emptied {
+        fs::write(&path, b"").expect("empty");
+    } else {
+        fs::remove_file(&path).expect("remove");
+    }
+    let ctx = format!("{name} {}", if emptied { "emptied" } else { "deleted" });
+    (copy, ctx)
+}
+
+/// Checks that `opened` failed with Corruption naming `name`.
+fn assert_corruption_naming(opened: spinney::Result<Db>, name: &str, ctx: &str) {
+    let err = opened
+        .err()
+        .unwrap_or_else(|| panic!("{ctx}: opened without a word"));
+    assert!(
+        err.is_corruption() && err.to_string().contains(name),
+        "{ctx}: {err}"
+    );
+}
+
 #[test]
 fn a_log_segment_missing_or_emptied_is_corruption_or_where_point_in_time_stops() {
     // Goal: a log segment deleted, or cut to nothing, between others is
@@ -958,22 +984,9 @@ fn a_log_segment_missing_or_emptied_is_corruption_or_where_point_in_time_stops()
     let (gone, next) = (name_of(&wal[1]), name_of(&wal[2]));
 
     for emptied in [false, true] {
-        let ctx = format!("{gone} {}", if emptied { "emptied" } else { "deleted" });
-        let copy = tempfile::tempdir().expect("tempdir");
-        copy_dir(built.path(), copy.path());
-        let path = copy.path().join(&gone);
-        if emptied {
-            fs::write(&path, b"").expect("empty");
-        } else {
-            fs::remove_file(&path).expect("remove");
-        }
-        let err = Db::open(copy.path(), small_segments(WalRecovery::TornTailOnly))
-            .err()
-            .unwrap_or_else(|| panic!("{ctx}: opened with a hole in the log"));
-        assert!(
-            err.is_corruption() && err.to_string().contains(&next),
-            "{ctx}: {err}"
-        );
+        let (copy, ctx) = without_segment(built.path(), &gone, emptied);
+        let opened = Db::open(copy.path(), small_segments(WalRecovery::TornTailOnly));
+        assert_corruption_naming(opened, &next, &ctx);
 
         let db = Db::open(copy.path(), small_segments(WalRecovery::PointInTime))
             .unwrap_or_else(|e| panic!("{ctx}: point in time: {e}"));
@@ -996,25 +1009,9 @@ fn a_log_segment_missing_or_emptied_is_corruption_or_where_point_in_time_stops()
     let oldest = name_of(&wal[0]);
     for emptied in [false, true] {
         for recovery in [WalRecovery::TornTailOnly, WalRecovery::PointInTime] {
-            let ctx = format!(
-                "{oldest} {}, {recovery:?}",
-                if emptied { "emptied" } else { "deleted" }
-            );
-            let copy = tempfile::tempdir().expect("tempdir");
-            copy_dir(built.path(), copy.path());
-            let path = copy.path().join(&oldest);
-            if emptied {
-                fs::write(&path, b"").expect("empty");
-            } else {
-                fs::remove_file(&path).expect("remove");
-            }
-            let err = Db::open(copy.path(), small_segments(recovery))
-                .err()
-                .unwrap_or_else(|| panic!("{ctx}: opened without its writes"));
-            assert!(
-                err.is_corruption() && err.to_string().contains(&oldest),
-                "{ctx}: {err}"
-            );
+            let (copy, ctx) = without_segment(built.path(), &oldest, emptied);
+            let opened = Db::open(copy.path(), small_segments(recovery));
+            assert_corruption_naming(opened, &oldest, &format!("{ctx}, {recovery:?}"));
         }
     }
 }
@@ -1060,21 +1057,8 @@ fn after_flushes_let_old_segments_go_the_oldest_left_is_still_required() {
     );
     assert!(wal.len() >= 3, "records after the oldest segment: {wal:?}");
     for emptied in [false, true] {
-        let copy = tempfile::tempdir().expect("tempdir");
-        copy_dir(built.path(), copy.path());
-        let path = copy.path().join(&oldest);
-        if emptied {
-            fs::write(&path, b"").expect("empty");
-        } else {
-            fs::remove_file(&path).expect("remove");
-        }
-        let err = Db::open(copy.path(), options.clone())
-            .err()
-            .unwrap_or_else(|| panic!("opened without {oldest}'s writes (emptied: {emptied})"));
-        assert!(
-            err.is_corruption() && err.to_string().contains(&oldest),
-            "emptied: {emptied}: {err}"
-        );
+        let (copy, ctx) = without_segment(built.path(), &oldest, emptied);
+        assert_corruption_naming(Db::open(copy.path(), options.clone()), &oldest, &ctx);
     }
 }
 

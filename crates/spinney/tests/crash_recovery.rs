@@ -18,7 +18,7 @@ mod common;
 use std::sync::Arc;
 
 use common::checkpointed::{build, check_recovery, quiet_options, Built};
-use common::model::State;
+use common::model::{Batch, State};
 use common::two_tables::{open_tables, options, some_batches, write_acknowledged, TABLES};
 use common::{drop_within_seconds, lsm_table, read_all, DB};
 use spinney::fs::{FaultFs, FaultKind};
@@ -27,6 +27,17 @@ use spinney::{Db, Durability, Options};
 /// A database in the state a test starts from: its table handles, dropped
 /// with it, and the model of its tables.
 type Prepared = (Db, Box<dyn Send>, Vec<State>);
+
+/// Two LSM tables written by `batches`, each synced.
+fn two_lsm_tables(batches: Vec<Batch>) -> impl Fn(&Arc<FaultFs>) -> Prepared {
+    move |fs: &Arc<FaultFs>| -> Prepared {
+        let db = Db::open(DB, options(fs, Durability::Full)).expect("open");
+        let tables = open_tables(&db, &lsm_table());
+        let mut model = vec![State::new(); 2];
+        write_acknowledged(&db, &tables, &mut model, &batches);
+        (db, Box::new(tables), model)
+    }
+}
 
 /// Writes the state of `prepare` on a fresh file system and crashes it with
 /// commits only in the log (`prepare` returns the model).
@@ -62,13 +73,25 @@ fn crash_recovery_at(
 ) -> (Arc<FaultFs>, Vec<State>, bool) {
     let fs = FaultFs::new();
     let models = crashed(&fs, prepare);
+    let met = crash_open_at(&fs, k, tear, options);
+    (fs, models, met)
+}
+
+/// Opens the database with power lost at the open's operation `k` (then
+/// `tear` applied); says whether the loss met the open.
+fn crash_open_at(
+    fs: &Arc<FaultFs>,
+    k: u64,
+    tear: Option<u64>,
+    options: &dyn Fn(&Arc<FaultFs>) -> Options,
+) -> bool {
     fs.inject(k, FaultKind::Crash);
-    if let Ok(db) = Db::open(DB, options(&fs)) {
+    if let Ok(db) = Db::open(DB, options(fs)) {
         drop(db);
     }
     let met = fs.is_crashed();
     fs.crash(tear);
-    (fs, models, met)
+    met
 }
 
 #[test]
@@ -78,14 +101,7 @@ fn crash_at_every_operation_of_recovery_of_lsm_tables_recovers_the_same_state() 
     // same state (open.rs's recovery-order argument).
     // Method: crash a workload, then crash the reopen at each of its
     // operations, then reopen for real and compare with the model.
-    let batches = some_batches(12, 150);
-    let prepare = |fs: &Arc<FaultFs>| -> Prepared {
-        let db = Db::open(DB, options(fs, Durability::Full)).expect("open");
-        let tables = open_tables(&db, &lsm_table());
-        let mut model = vec![State::new(); 2];
-        write_acknowledged(&db, &tables, &mut model, &batches);
-        (db, Box::new(tables), model)
-    };
+    let prepare = two_lsm_tables(some_batches(12, 150));
     let full = |fs: &Arc<FaultFs>| options(fs, Durability::Full);
     let span = recovery_span(&prepare, &full);
     assert!(span >= 5, "recovery took only {span} operations");
@@ -141,12 +157,7 @@ fn nested_crash(
     options: &dyn Fn(&Arc<FaultFs>) -> Options,
 ) -> (Arc<FaultFs>, Vec<State>, bool) {
     let (fs, models, _) = crash_recovery_at(k, k.is_multiple_of(2).then_some(k), prepare, options);
-    fs.inject(j, FaultKind::Crash);
-    if let Ok(db) = Db::open(DB, options(&fs)) {
-        drop(db);
-    }
-    let met = fs.is_crashed();
-    fs.crash(j.is_multiple_of(3).then_some(j + 7));
+    let met = crash_open_at(&fs, j, j.is_multiple_of(3).then_some(j + 7), options);
     (fs, models, met)
 }
 
@@ -160,14 +171,7 @@ fn a_crash_during_the_recovery_of_a_crashed_recovery_still_recovers_the_same_sta
     // Method: crash a workload; crash its recovery at operation k; crash
     // the next recovery at operation j; reopen for real and compare with
     // the model (k and j spread over each recovery's operations).
-    let batches = some_batches(21, 120);
-    let lsm = |fs: &Arc<FaultFs>| -> Prepared {
-        let db = Db::open(DB, options(fs, Durability::Full)).expect("open");
-        let tables = open_tables(&db, &lsm_table());
-        let mut model = vec![State::new(); 2];
-        write_acknowledged(&db, &tables, &mut model, &batches);
-        (db, Box::new(tables), model)
-    };
+    let lsm = two_lsm_tables(some_batches(21, 120));
     let full = |fs: &Arc<FaultFs>| options(fs, Durability::Full);
     let span = recovery_span(&lsm, &full);
     let mut nested = 0;

@@ -24,6 +24,9 @@ use crate::error::Result;
 mod os;
 pub use os::OsFs;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod mem;
+
 #[cfg(feature = "testing")]
 mod fault;
 #[cfg(feature = "testing")]

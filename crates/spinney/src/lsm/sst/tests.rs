@@ -1,7 +1,7 @@
 //! Whole-SST tests: build a file, read it back every way, and damage it.
 
 use std::cmp::Ordering;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -10,64 +10,12 @@ use super::format::{CompressionType, FOOTER_BYTES};
 use super::*;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::fs::{Fs, OsFs, RandomAccessFile, WritableFile};
+use crate::fs::mem::{MemFile, MemWritable};
+use crate::fs::{Fs, OsFs};
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{self, internal_key, Kind, KIND_SEEK, SEQNO_MAX};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// A file kept in memory, so that thousands of damaged copies are cheap.
-struct MemFile {
-    data: Vec<u8>,
-    path: PathBuf,
-}
-
-impl RandomAccessFile for MemFile {
-    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start
-            .checked_add(len)
-            .and_then(|end| self.data.get(start..end))
-        {
-            Some(b) => Ok(b.to_vec()),
-            None => Err(Error::io(
-                "read",
-                &self.path,
-                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end"),
-            )),
-        }
-    }
-    fn len(&self) -> u64 {
-        self.data.len() as u64
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-struct MemWritable {
-    data: Arc<Mutex<Vec<u8>>>,
-    path: PathBuf,
-}
-
-impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.data.lock().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.data.lock().len() as u64
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
 
 fn options(compression: Compression, bloom_bits_per_key: u32, block_size: usize) -> SstOptions {
     SstOptions {
