@@ -497,19 +497,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             }
             vec![leaf, branch]
         }
-        "btree_header" => {
-            let c = Checkpoint {
-                generation: 7,
-                root: 5,
-                height: 2,
-                page_count: 10,
-                free_map_first: 8,
-                free_map_pages: 1,
-                free_map_len: 32,
-                seqno: 99,
-            };
-            vec![c.encode(8192, 3)]
-        }
+        "btree_header" => vec![Checkpoint::sample().encode(8192, 3)],
         "free_map" => {
             let extents: BTreeMap<u64, u64> = [(2, 3), (9, 1)].into_iter().collect();
             let mut seed = 12u64.to_le_bytes().to_vec();

@@ -77,6 +77,18 @@ fn crash_recovery_at(
     (fs, models, met)
 }
 
+/// Reopens the two LSM tables for real: they hold `model`, and `verify`
+/// passes.
+fn check_lsm_recovery(ctx: &str, fs: &Arc<FaultFs>, model: &[State]) {
+    let db = Db::open(DB, options(fs, Durability::Full))
+        .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+    assert!(
+        read_all(&db, &TABLES, ctx) == model,
+        "{ctx}: recovered state differs"
+    );
+    db.verify().unwrap_or_else(|e| panic!("{ctx}: verify: {e}"));
+}
+
 /// Opens the database with power lost at the open's operation `k` (then
 /// `tear` applied); says whether the loss met the open.
 fn crash_open_at(
@@ -111,13 +123,7 @@ fn crash_at_every_operation_of_recovery_of_lsm_tables_recovers_the_same_state() 
         // has to do, so a late `k` may miss it: then the open succeeds.
         let tear = (k % 2 == 0).then_some(k);
         let (fs, model, _) = crash_recovery_at(k, tear, &prepare, &full);
-        let db = Db::open(DB, options(&fs, Durability::Full))
-            .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
-        assert!(
-            read_all(&db, &TABLES, &ctx) == model,
-            "{ctx}: recovered state differs"
-        );
-        db.verify().unwrap_or_else(|e| panic!("{ctx}: verify: {e}"));
+        check_lsm_recovery(&ctx, &fs, &model);
     }
 }
 
@@ -180,13 +186,7 @@ fn a_crash_during_the_recovery_of_a_crashed_recovery_still_recovers_the_same_sta
             let ctx = format!("lsm: recovery crashed at op {k}, the next at op {j}");
             let (fs, model, met) = nested_crash(k, j, &lsm, &full);
             nested += usize::from(met);
-            let db = Db::open(DB, options(&fs, Durability::Full))
-                .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
-            assert!(
-                read_all(&db, &TABLES, &ctx) == model,
-                "{ctx}: recovered state differs"
-            );
-            db.verify().unwrap_or_else(|e| panic!("{ctx}: verify: {e}"));
+            check_lsm_recovery(&ctx, &fs, &model);
         }
     }
 

@@ -88,6 +88,21 @@ pub(crate) struct Checkpoint {
 }
 
 impl Checkpoint {
+    /// A valid header's fields, for tests and the fuzz targets' seeds.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn sample() -> Checkpoint {
+        Checkpoint {
+            generation: 7,
+            root: 5,
+            height: 2,
+            page_count: 10,
+            free_map_first: 8,
+            free_map_pages: 1,
+            free_map_len: 32,
+            seqno: 99,
+        }
+    }
+
     /// Encodes a header slot: `HEADER_BYTES` bytes, zero after the checksum.
     pub(crate) fn encode(&self, page_size: usize, table_id: u32) -> Vec<u8> {
         let mut b = Vec::with_capacity(HEADER_BYTES);
@@ -283,16 +298,7 @@ mod tests {
     use super::*;
 
     fn checkpoint() -> Checkpoint {
-        Checkpoint {
-            generation: 7,
-            root: 5,
-            height: 2,
-            page_count: 10,
-            free_map_first: 8,
-            free_map_pages: 1,
-            free_map_len: 32,
-            seqno: 99,
-        }
+        Checkpoint::sample()
     }
 
     #[test]
