@@ -441,7 +441,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }) = state.log_start
         {
             if segment == number && next_seqno.is_none() {
-                next_seqno = Some(after + 1);
+                next_seqno = Some(after.saturating_add(1));
                 expected_from_manifest = true;
             }
         }
