@@ -136,6 +136,15 @@ fn table_options() -> [(&'static str, TableOptions); 2] {
     ]
 }
 
+/// Both tables, created if missing.
+fn open_tables(db: &Db) -> Result<Vec<Table>, String> {
+    table_options()
+        .into_iter()
+        .map(|(name, o)| db.open_table(name, o))
+        .collect::<spinney::Result<_>>()
+        .map_err(|e| format!("tables: {e}"))
+}
+
 fn mix(k: u32, v: u32) -> u64 {
     // splitmix64 of the pair.
     let mut z = (u64::from(k) << 32 | u64::from(v)).wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -224,11 +233,7 @@ fn state_path(work: &Path) -> PathBuf {
 fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
     let mut state = State::open(&state_path(work), args.keys).map_err(|e| e.to_string())?;
     let db = Db::open(db_dir(work), options(args.durability)).map_err(|e| format!("open: {e}"))?;
-    let tables: Vec<Table> = table_options()
-        .into_iter()
-        .map(|(name, o)| db.open_table(name, o))
-        .collect::<spinney::Result<_>>()
-        .map_err(|e| format!("tables: {e}"))?;
+    let tables = open_tables(&db)?;
     let mut rng = SmallRng::seed_from_u64(args.seed ^ round.wrapping_mul(0x2545_f491_4f6c_dd1d));
     for n in 1u64.. {
         let count = rng.gen_range(1..=8);
@@ -272,14 +277,7 @@ struct Check {
 fn check(args: &Args, work: &Path, state: &mut State, deep: bool) -> Result<Check, String> {
     let db = Db::open(db_dir(work), options(args.durability)).map_err(|e| e.to_string())?;
     let mut out = Check::default();
-    let tables: Vec<Table> = match table_options()
-        .into_iter()
-        .map(|(name, o)| db.open_table(name, o))
-        .collect::<spinney::Result<_>>()
-    {
-        Ok(t) => t,
-        Err(e) => return Err(format!("tables: {e}")),
-    };
+    let tables = open_tables(&db)?;
     let mut found: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); tables.len()];
     for k in 0..args.keys {
         let (acked, pending) = state.get(k);
@@ -368,9 +366,7 @@ fn run(args: &Args, work: &Path) -> Result<(u64, usize, u64), String> {
     {
         // The tables exist before the first child runs.
         let db = Db::open(db_dir(work), options(args.durability)).map_err(|e| e.to_string())?;
-        for (name, o) in table_options() {
-            db.open_table(name, o).map_err(|e| e.to_string())?;
-        }
+        open_tables(&db)?;
         db.close().map_err(|e| e.to_string())?;
     }
     let mut rng = SmallRng::seed_from_u64(args.seed);

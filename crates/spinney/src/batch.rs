@@ -110,14 +110,7 @@ impl WriteBatch {
     }
 
     fn check(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
-        let max_key = table.options().max_key_len();
-        if key.len() > max_key {
-            return Err(Error::invalid(format!(
-                "key of {} bytes is longer than the limit of {max_key} bytes for table {:?}",
-                key.len(),
-                table.name()
-            )));
-        }
+        table.check_key(key)?;
         if value.len() > limits::VALUE_BYTES_MAX {
             return Err(Error::invalid(format!(
                 "value of {} bytes is larger than the limit of {} bytes",

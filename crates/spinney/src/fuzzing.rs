@@ -233,7 +233,7 @@ fn check_after(p: &[u8], what: &str) {
 /// A B-tree header slot, its checksum made to match, decoded for each
 /// page size.
 pub fn btree_header(data: &[u8]) {
-    const BODY: usize = 72;
+    const BODY: usize = crate::btree::format::HEADER_BODY_BYTES;
     let mut b = data.to_vec();
     if b.len() >= BODY + 4 {
         let crc = crate::encoding::crc32c(b.get(..BODY).unwrap_or_default());

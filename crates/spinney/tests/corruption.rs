@@ -928,6 +928,20 @@ fn a_damaged_newest_header_slot_after_the_older_images_pages_were_reused_reads_n
     eprintln!("newest slot damaged after page reuse: {outcome:?} (Err: open refused)");
 }
 
+/// Creates the table with a memtable of `write_buffer_size` bytes and puts
+/// every key in it, one commit each.
+fn create_and_fill(db: &Db, write_buffer_size: usize) -> spinney::Table {
+    let options = TableOptions {
+        write_buffer_size,
+        ..table_options()
+    };
+    let table = db.create_table(TABLE, options).expect("create");
+    for i in 0..KEYS {
+        table.put(&key(i), &value(i)).expect("put");
+    }
+    table
+}
+
 /// A copy of the database in `built` whose log segment `name` is emptied
 /// or deleted; with a name for messages.
 fn without_segment(built: &Path, name: &str, emptied: bool) -> (tempfile::TempDir, String) {
@@ -969,14 +983,7 @@ fn a_log_segment_missing_or_emptied_is_corruption_or_where_point_in_time_stops()
         ..options(recovery)
     };
     let db = Db::open(built.path(), small_segments(WalRecovery::TornTailOnly)).expect("open");
-    let options_big_buffer = TableOptions {
-        write_buffer_size: 4 << 20,
-        ..table_options()
-    };
-    let table = db.create_table(TABLE, options_big_buffer).expect("create");
-    for i in 0..KEYS {
-        table.put(&key(i), &value(i)).expect("put");
-    }
+    let table = create_and_fill(&db, 4 << 20);
     drop(table);
     db.close().expect("close");
     let wal = files(built.path(), |n| n.ends_with(".wal"));
@@ -1028,14 +1035,8 @@ fn after_flushes_let_old_segments_go_the_oldest_left_is_still_required() {
         ..options(WalRecovery::TornTailOnly)
     };
     let db = Db::open(built.path(), options.clone()).expect("open");
-    let buffer_of_segments = TableOptions {
-        write_buffer_size: 128 << 10,
-        ..table_options()
-    };
-    let table = db.create_table(TABLE, buffer_of_segments).expect("create");
-    for i in 0..KEYS {
-        table.put(&key(i), &value(i)).expect("put");
-    }
+    // A memtable that holds several segments' worth.
+    let table = create_and_fill(&db, 128 << 10);
     db.wait_for_compaction().expect("wait");
     // Segments after the oldest left hold records (the memtable holds
     // several segments' worth), so that an emptied oldest shows as a jump.

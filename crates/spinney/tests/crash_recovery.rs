@@ -28,6 +28,13 @@ use spinney::{Db, Durability, Options};
 /// with it, and the model of its tables.
 type Prepared = (Db, Box<dyn Send>, Vec<State>);
 
+/// The B-tree state of `common::checkpointed` (its third round only in the
+/// log).
+fn checkpointed_btree(fs: &Arc<FaultFs>) -> Prepared {
+    let Built { db, tables, models } = build(fs);
+    (db, Box::new(tables), models)
+}
+
 /// Two LSM tables written by `batches`, each synced.
 fn two_lsm_tables(batches: Vec<Batch>) -> impl Fn(&Arc<FaultFs>) -> Prepared {
     move |fs: &Arc<FaultFs>| -> Prepared {
@@ -137,10 +144,7 @@ fn crash_at_every_operation_of_recovery_of_btree_tables_recovers_the_same_state(
     // Method: the state of `build` (its third round only in the log),
     // crashed; then the reopen crashed at each of its operations in turn,
     // alternately with a tear seed; then a real reopen against the model.
-    let prepare = |fs: &Arc<FaultFs>| -> Prepared {
-        let Built { db, tables, models } = build(fs);
-        (db, Box::new(tables), models)
-    };
+    let prepare = checkpointed_btree;
     let span = recovery_span(&prepare, &quiet_options);
     assert!(span >= 20, "recovery took only {span} operations");
     for k in 0..span {
@@ -190,10 +194,7 @@ fn a_crash_during_the_recovery_of_a_crashed_recovery_still_recovers_the_same_sta
         }
     }
 
-    let btree = |fs: &Arc<FaultFs>| -> Prepared {
-        let Built { db, tables, models } = build(fs);
-        (db, Box::new(tables), models)
-    };
+    let btree = checkpointed_btree;
     let span = recovery_span(&btree, &quiet_options);
     for k in (0..span).step_by(7) {
         for j in (0..span).step_by(9) {

@@ -37,7 +37,7 @@ const HEADER_VERSION: u32 = 2;
 /// Bytes of a header slot.
 pub(crate) const HEADER_BYTES: usize = 88;
 /// Bytes of the checksummed part of a header slot (the checksum follows).
-const HEADER_BODY_BYTES: usize = 72;
+pub(crate) const HEADER_BODY_BYTES: usize = 72;
 
 /// Bytes of the on-disk framing before the payload.
 pub(crate) const DISK_HEADER: usize = 12;

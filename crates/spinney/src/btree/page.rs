@@ -594,6 +594,16 @@ mod tests {
         p
     }
 
+    /// A 4 KiB leaf holding `keys` (in order), each with the value "v".
+    fn leaf_of(keys: &[&str]) -> Vec<u8> {
+        let mut p = leaf(4096 - DISK_HEADER);
+        for (i, k) in keys.iter().enumerate() {
+            let ik = internal_key(k.as_bytes(), 1, Kind::Put);
+            assert!(insert(&mut p, i, &leaf_cell(&ik, Value::Inline(b"v"))));
+        }
+        p
+    }
+
     #[test]
     fn cells_stay_sorted_and_removal_reclaims_space() {
         let mut p = leaf(4096 - DISK_HEADER);
@@ -702,11 +712,7 @@ mod tests {
     fn a_wrong_head_or_prefix_is_caught_when_the_page_is_read() {
         // Goal: heads steer searches without reading the keys, so a page
         // whose heads or prefix disagree with its keys is refused.
-        let mut p = leaf(4096 - DISK_HEADER);
-        for (i, k) in ["row-10", "row-11", "row-20"].iter().enumerate() {
-            let ik = internal_key(k.as_bytes(), 1, Kind::Put);
-            assert!(insert(&mut p, i, &leaf_cell(&ik, Value::Inline(b"v"))));
-        }
+        let p = leaf_of(&["row-10", "row-11", "row-20"]);
         assert_eq!(prefix_len(&p), 4);
         assert_eq!(slot_head(&p, 2), u32::from_be_bytes(*b"20\0\0"));
         check_structure(&p).expect("well formed");
@@ -734,11 +740,7 @@ mod tests {
         // or whose heap holds more or less than its cells and garbage, is
         // refused when read (a fuzzer found a page that passed the check
         // and failed it after one removal).
-        let mut p = leaf(4096 - DISK_HEADER);
-        for (i, k) in ["a", "b", "c"].iter().enumerate() {
-            let ik = internal_key(k.as_bytes(), 1, Kind::Put);
-            assert!(insert(&mut p, i, &leaf_cell(&ik, Value::Inline(b"v"))));
-        }
+        let p = leaf_of(&["a", "b", "c"]);
         check_structure(&p).expect("well formed");
 
         let mut bad = p.clone();

@@ -388,7 +388,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             ));
         }
     }
-    let log_start = first_logged_seqno(&*fs, dir, &segments)?.unwrap_or(state.last_seqno + 1);
+    let first_logged = first_logged_seqno(&*fs, dir, &segments)?.unwrap_or(state.last_seqno + 1);
 
     // Open the tables the manifest records.
     let manifest_path = dir.join(manifest_name(old_manifest.unwrap_or(0)));
@@ -400,7 +400,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             &cache,
             t,
             &mut state.next_file_number,
-            log_start,
+            first_logged,
             &manifest_path,
         )?;
         catalog.insert(t.record.name.clone(), core);

@@ -58,14 +58,9 @@ impl Table {
         self.core.options()
     }
 
-    pub(super) fn get_at(
-        &self,
-        key: &[u8],
-        snapshot: Option<&Snapshot>,
-    ) -> Result<Option<Vec<u8>>> {
-        self.check()?;
-        // The table's own limit, as a put answers: a B-tree table's is
-        // smaller than the engine's.
+    /// Refuses a key longer than this table takes (a B-tree table's limit
+    /// is smaller than the engine's): for writes and reads alike.
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
         let max_key = self.options().max_key_len();
         if key.len() > max_key {
             return Err(Error::invalid(format!(
@@ -74,6 +69,17 @@ impl Table {
                 self.name()
             )));
         }
+        Ok(())
+    }
+
+    pub(super) fn get_at(
+        &self,
+        key: &[u8],
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.check()?;
+        // The table's own limit, as a put answers.
+        self.check_key(key)?;
         let snapshot = match snapshot {
             Some(s) => Some((s, self.read_seqno(Some(s))?)),
             None => None,
