@@ -278,6 +278,9 @@ pub struct Config {
     /// Threads for flushes, compactions and checkpoints; 0 for none (the
     /// writers do the work).
     pub background_threads: usize,
+    /// The nice increment of the background threads (spinney,
+    /// `Options::background_nice`; Linux).
+    pub background_nice: i32,
     /// Bytes of a memtable before it is flushed (LSM).
     pub write_buffer_size: usize,
     /// Bytes of a page (B-tree).
@@ -356,6 +359,7 @@ impl Default for Config {
             compression: table.compression,
             compaction_style: table.compaction.style,
             background_threads: engine.background_threads,
+            background_nice: engine.background_nice,
             write_buffer_size: table.write_buffer_size,
             page_size: table.page_size,
             db: None,
@@ -447,6 +451,7 @@ impl Config {
             durability: self.durability,
             cache_size: self.cache_size,
             background_threads: self.background_threads,
+            background_nice: self.background_nice,
             ..spinney::Options::default()
         }
     }
@@ -579,6 +584,7 @@ impl Config {
             format!("--compression_type={}", self.compression.name()),
             format!("--compaction_style={}", self.compaction_style.name()),
             format!("--background_threads={}", self.background_threads),
+            format!("--background_nice={}", self.background_nice),
             format!("--write_buffer_size={}", self.write_buffer_size),
             format!("--page_size={}", self.page_size),
             format!("--use_existing_db={}", u8::from(self.use_existing_db)),
@@ -785,6 +791,10 @@ struct Flags {
     /// writers do the work).
     #[arg(long, default_value_t = Config::default().background_threads)]
     background_threads: usize,
+    /// How much spinney's background threads lower their CPU priority (a
+    /// nice increment, 0 to 19; Linux).
+    #[arg(long, default_value_t = Config::default().background_nice)]
+    background_nice: i32,
     /// Bytes of a memtable before it is flushed (LSM).
     #[arg(long, default_value_t = Config::default().write_buffer_size)]
     write_buffer_size: usize,
@@ -953,6 +963,7 @@ impl Flags {
                 CompactionArg::Tiered => CompactionStyle::Tiered,
             },
             background_threads: self.background_threads,
+            background_nice: self.background_nice,
             write_buffer_size: self.write_buffer_size,
             page_size: self.page_size,
             db: self.db,
@@ -1137,6 +1148,7 @@ mod tests {
             "--compression_type=lz4",
             "--compaction_style=tiered",
             "--background_threads=1",
+            "--background_nice=3",
             "--write_buffer_size=1048576",
             "--page_size=16384",
             "--db=/tmp/x y",

@@ -73,6 +73,10 @@ pub const TARGET_FILE_BYTES_MAX: u64 = 4 << 30;
 /// Most background threads.
 pub const BACKGROUND_THREADS_MAX: usize = 64;
 
+/// Largest nice increment of the background threads (the kernel's lowest
+/// priority is nice 19).
+pub const BACKGROUND_NICE_MAX: i32 = 19;
+
 /// Smallest B-tree page.
 pub const PAGE_BYTES_MIN: usize = 4 << 10;
 

@@ -427,6 +427,16 @@ pub struct Options {
     /// started: the work is done by writers (`autowork`) or by the
     /// application through `Db::work`.
     pub background_threads: usize,
+    /// How much the background threads lower their CPU priority: the nice
+    /// increment each applies to itself when it starts (0 to 19; 0 leaves
+    /// it as the opening thread's). A commit waits for its writer thread
+    /// alone, so when flushes and compactions compete with writers and
+    /// readers for the cores, the foreground should win and the background
+    /// take what is left; backpressure bounds the work that falls behind (a
+    /// stopped writer runs the job it waits for itself). Linux only, where
+    /// the nice value belongs to each thread; elsewhere it is ignored.
+    /// 10 by default.
+    pub background_nice: i32,
     /// With `background_threads == 0`: a writer whose commit leaves work
     /// pending does it before returning (SQLite4 LSM's autowork). With
     /// `false`, the application calls `Db::work`; a writer that would
@@ -460,6 +470,7 @@ impl fmt::Debug for Options {
             .field("wal_recovery", &self.wal_recovery)
             .field("wal_segment_size", &self.wal_segment_size)
             .field("background_threads", &self.background_threads)
+            .field("background_nice", &self.background_nice)
             .field("autowork", &self.autowork)
             .field("backpressure", &self.backpressure)
             .field("max_manifest_size", &self.max_manifest_size)
@@ -479,6 +490,7 @@ impl Default for Options {
             wal_recovery: WalRecovery::TornTailOnly,
             wal_segment_size: limits::WAL_SEGMENT_BYTES_DEFAULT,
             background_threads: 2,
+            background_nice: 10,
             autowork: true,
             backpressure: Backpressure::default(),
             max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
@@ -502,6 +514,13 @@ impl Options {
                 "background_threads {} is above the limit of {}",
                 self.background_threads,
                 limits::BACKGROUND_THREADS_MAX
+            )));
+        }
+        if !(0..=limits::BACKGROUND_NICE_MAX).contains(&self.background_nice) {
+            return Err(Error::invalid(format!(
+                "background_nice {} is outside 0 to {}",
+                self.background_nice,
+                limits::BACKGROUND_NICE_MAX
             )));
         }
         if self.checkpoint_wal_bytes == 0 {

@@ -342,6 +342,15 @@ fn options_that_cannot_work_are_refused_at_open_and_create() {
         },
         "background_threads",
     );
+    for nice in [-1, spinney::limits::BACKGROUND_NICE_MAX + 1] {
+        refused_open(
+            Options {
+                background_nice: nice,
+                ..Options::default()
+            },
+            "background_nice",
+        );
+    }
     refused_open(
         Options {
             backpressure: Backpressure {

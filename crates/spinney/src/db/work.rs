@@ -201,7 +201,25 @@ pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
     result
 }
 
+/// Lowers the calling thread's CPU priority by `nice` (`Options::
+/// background_nice`). On Linux the nice value belongs to each thread, so
+/// only this one changes; elsewhere nothing is done. A failure (a limit
+/// the process may not pass) leaves the priority as it was: the thread
+/// still works, only without yielding to the foreground.
+fn lower_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    if nice > 0 {
+        // SAFETY: nice(2) takes an integer and reads or writes no memory of
+        // this process's.
+        let _ = unsafe { libc::nice(nice) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+}
+
+/// A background thread: takes jobs until the database shuts down.
 pub(crate) fn background_loop(db: &Arc<DbInner>) {
+    lower_priority(db.options.background_nice);
     loop {
         let job = {
             let mut bg = db.bg.lock();
