@@ -217,6 +217,10 @@ fn lower_priority(nice: i32) {
     let _ = nice;
 }
 
+/// How long an idle worker waits before it looks again for compactions
+/// that reads alone made due.
+const READS_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A background thread: takes jobs until the database shuts down.
 pub(crate) fn background_loop(db: &Arc<DbInner>) {
     lower_priority(db.options.background_nice);
@@ -230,7 +234,11 @@ pub(crate) fn background_loop(db: &Arc<DbInner>) {
                 if let Some(job) = pick_job(db, &mut bg, None) {
                     break job;
                 }
-                db.bg_work.wait(&mut bg);
+                // Writers and jobs wake the workers when they leave work;
+                // reads, which make compactions due by what they cost
+                // (`compaction::pick_for_reads`), do not, so a worker looks
+                // again after a while.
+                db.bg_work.wait_for(&mut bg, READS_RECHECK);
             }
         };
         // The error has poisoned the database; the loop then only waits.

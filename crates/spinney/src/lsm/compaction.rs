@@ -49,6 +49,9 @@ pub(crate) enum Reason {
     AboveBase,
     /// Tiered: the newer runs passed the space amplification limit.
     SpaceAmplification,
+    /// Leveled: reads that looked into a file and went on to another have
+    /// cost more than compacting it down would (LevelDB's seek compaction).
+    Reads,
     /// Tiered: adjacent runs of similar size.
     SizeRatio,
     /// Tiered: too many runs.
@@ -408,6 +411,52 @@ fn pick_leveled(
             return Some(c);
         }
     }
+    pick_for_reads(version, opts, busy, base_level)
+}
+
+/// With no level past its size, a file whose reads have cost more than
+/// compacting it (`FileMeta::read_compaction_due`): an L0 file takes every
+/// L0 run down as the L0 trigger does; a deeper file goes into the next
+/// level with the files it overlaps there. So a table that is read more
+/// than written ends with fewer runs for each read to look into.
+fn pick_for_reads(
+    version: &Version,
+    opts: &CompactionOptions,
+    busy: &Busy<'_>,
+    base_level: usize,
+) -> Option<Compaction> {
+    for level in 0..LAST_LEVEL {
+        let due = version
+            .level(level)
+            .iter()
+            .filter(|f| f.read_compaction_due() && !f.is_being_compacted());
+        for f in due {
+            let mut c = if level == 0 {
+                if version.level(0).iter().any(|f| f.is_being_compacted()) {
+                    break;
+                }
+                level_into_next(version, 0, l0_output_below(version, base_level), opts)
+            } else {
+                let next =
+                    version.overlapping(level + 1, f.smallest_user_key(), f.largest_user_key());
+                let mut inputs = vec![(level, vec![Arc::clone(f)])];
+                if !next.is_empty() {
+                    inputs.push((level + 1, next));
+                }
+                Compaction {
+                    reason: Reason::Reads,
+                    score: 0.0,
+                    inputs,
+                    output_level: level + 1,
+                    target_file_bytes: opts.target_file_size,
+                }
+            };
+            c.reason = Reason::Reads;
+            if busy.allows(&c) {
+                return Some(c);
+            }
+        }
+    }
     None
 }
 
@@ -736,6 +785,52 @@ mod tests {
         }];
         let busy = Busy { outputs: &running };
         assert!(pick(&v, &opts, &busy).is_none());
+    }
+
+    #[test]
+    fn leveled_compacts_a_file_down_once_reads_have_cost_its_size() {
+        // Goal: a file that reads keep looking into on their way to another
+        // is moved down when nothing bigger is due, and only then.
+        let opts = CompactionOptions::leveled();
+        let upper = file(1, "c", "f", 32 * MIB);
+        let v = version(vec![
+            (5, vec![Arc::clone(&upper)]),
+            (
+                6,
+                vec![
+                    file(2, "a", "b", 200 * MIB),
+                    file(3, "c", "d", 200 * MIB),
+                    file(4, "e", "z", 200 * MIB),
+                ],
+            ),
+        ]);
+        assert!(pick(&v, &opts, &IDLE).is_none(), "below its target");
+        // A 32 MiB file may cost 32 MiB / 16 KiB reads.
+        let allowed = 32 * MIB / crate::lsm::version::READ_COST_BYTES;
+        for _ in 1..allowed {
+            upper.charge_read();
+        }
+        assert!(pick(&v, &opts, &IDLE).is_none(), "one read short");
+        upper.charge_read();
+        let c = pick(&v, &opts, &IDLE).expect("due by its reads");
+        assert_eq!(c.reason, Reason::Reads);
+        assert_eq!(c.output_level, 6);
+        let numbers: Vec<u64> = c.files().map(|f| f.record.number).collect();
+        assert_eq!(numbers, [1, 3, 4], "the file and what it overlaps below");
+        // Not while it is being compacted already.
+        upper
+            .being_compacted
+            .store(true, std::sync::atomic::Ordering::Release);
+        assert!(pick(&v, &opts, &IDLE).is_none());
+        // A level past its size goes first.
+        upper
+            .being_compacted
+            .store(false, std::sync::atomic::Ordering::Release);
+        let l0: Vec<_> = (10..14).map(|n| file(n, "a", "z", MIB)).collect();
+        let mut with_l0 = v.clone();
+        with_l0.levels[0] = l0;
+        let c = pick(&with_l0, &opts, &IDLE).expect("L0 at its trigger");
+        assert_eq!(c.reason, Reason::L0Runs);
     }
 
     #[test]

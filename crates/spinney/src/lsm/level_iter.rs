@@ -32,25 +32,35 @@ pub(crate) struct LevelIter {
     index: usize,
     inner: Option<SstIter>,
     error: Option<Error>,
+    /// Charge the file a seek positions in (`FileMeta::charge_read`).
+    charge: bool,
 }
 
 impl LevelIter {
     /// Walks `files`, sorted and disjoint.
     pub(crate) fn new(files: Vec<Arc<FileMeta>>) -> LevelIter {
-        LevelIter::over(Files::List(files))
+        LevelIter::over(Files::List(files), false)
     }
 
-    /// Walks level `n` (1 or deeper) of `version`.
-    pub(crate) fn of_level(version: Arc<Version>, n: usize) -> LevelIter {
-        LevelIter::over(Files::Level(version, n))
+    /// Walks `files`, sorted and disjoint, charging the file each seek
+    /// positions in (an L0 run read by a user's cursor beside other runs).
+    pub(crate) fn charging(files: Vec<Arc<FileMeta>>) -> LevelIter {
+        LevelIter::over(Files::List(files), true)
     }
 
-    fn over(files: Files) -> LevelIter {
+    /// Walks level `n` (1 or deeper) of `version`; with `charge`, each seek
+    /// charges the file it positions in.
+    pub(crate) fn of_level(version: Arc<Version>, n: usize, charge: bool) -> LevelIter {
+        LevelIter::over(Files::Level(version, n), charge)
+    }
+
+    fn over(files: Files, charge: bool) -> LevelIter {
         LevelIter {
             files,
             index: 0,
             inner: None,
             error: None,
+            charge,
         }
     }
 
@@ -159,6 +169,11 @@ impl InternalIterator for LevelIter {
         if self.open(index) {
             if let Some(i) = &mut self.inner {
                 i.seek(target);
+            }
+            if self.charge {
+                if let Some(file) = self.files.get().get(index) {
+                    file.charge_read();
+                }
             }
         }
         self.skip_forward();

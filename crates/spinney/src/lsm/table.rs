@@ -25,7 +25,7 @@ use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{Kind, ParsedKey};
 use crate::mvcc::merge::MergingIter;
 use crate::mvcc::Horizon;
-use crate::options::TableOptions;
+use crate::options::{CompactionStyle, TableOptions};
 use crate::read_context::{self, ReadContext};
 
 /// A memtable and the seqnos it holds.
@@ -234,7 +234,10 @@ impl LsmTable {
         for imm in sv.imms.iter().rev() {
             children.push(Box::new(imm.table.iter()));
         }
-        sv.version.add_iterators(&mut children)?;
+        // Reads move files down only in the leveled style, whose picker
+        // looks at what they cost (`compaction::pick`).
+        let charge_reads = self.options.compaction.style == CompactionStyle::Leveled;
+        sv.version.add_iterators(&mut children, charge_reads)?;
         Ok(MergingIter::new(children))
     }
 

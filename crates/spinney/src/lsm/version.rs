@@ -11,7 +11,7 @@
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use super::level_iter::LevelIter;
@@ -35,7 +35,21 @@ pub(crate) struct FileMeta {
     /// Set while a compaction has this file among its inputs (changed only
     /// under the database's `bg` lock).
     pub being_compacted: AtomicBool,
+    /// Reads this file may still cost before it is compacted into the next
+    /// level (`charge_read`); not kept across opens.
+    reads_left: AtomicI64,
 }
+
+/// A read that had to look into a file besides the one that answered it
+/// costs about as much as compacting this many bytes (LevelDB's estimate:
+/// one 10 ms disk seek against 40 KB of compaction I/O, halved to be
+/// conservative), so a file that costs reads its size over this is worth
+/// compacting away.
+pub(crate) const READ_COST_BYTES: u64 = 16 << 10;
+
+/// Reads every file may cost before compacting it can pay (a small file is
+/// not compacted for a handful of reads).
+const READS_ALLOWED_MIN: u64 = 100;
 
 impl FileMeta {
     pub(crate) fn new(
@@ -44,6 +58,7 @@ impl FileMeta {
         fs: Arc<dyn Fs>,
         cache: Arc<Cache>,
     ) -> FileMeta {
+        let reads_allowed = (record.size / READ_COST_BYTES).max(READS_ALLOWED_MIN);
         FileMeta {
             record,
             path,
@@ -51,7 +66,21 @@ impl FileMeta {
             cache,
             sst: OnceLock::new(),
             being_compacted: AtomicBool::new(false),
+            reads_left: AtomicI64::new(i64::try_from(reads_allowed).unwrap_or(i64::MAX)),
         }
+    }
+
+    /// Counts a read that looked into this file and went on to another (a
+    /// get that did not find its key here, a seek that positioned here
+    /// beside other runs): the cost of the file staying where it is.
+    pub(crate) fn charge_read(&self) {
+        self.reads_left.fetch_sub(1, AtomicOrdering::Relaxed);
+    }
+
+    /// Whether reads have cost more than compacting the file would
+    /// (`compaction::pick` then moves it down a level).
+    pub(crate) fn read_compaction_due(&self) -> bool {
+        self.reads_left.load(AtomicOrdering::Relaxed) <= 0
     }
 
     /// The open SST, opened on first use and kept open while the file is live.
@@ -134,41 +163,67 @@ impl Version {
         counts: &mut ReadContext,
     ) -> Result<Option<Lookup>> {
         let seek = key::internal_key(user_key, snapshot, key::KIND_SEEK);
-        for file in self.level(0) {
-            if !file.overlaps(user_key, user_key) {
-                continue;
-            }
-            if let Some(found) = lookup_in_file(file, &seek, user_key, counts)? {
-                return Ok(Some(found));
-            }
-        }
-        for level in self.levels.iter().skip(1) {
+        // The first file whose blocks the get read is charged if the get
+        // reads another's (it did not hold the key: LevelDB's seek
+        // compaction).
+        let mut first_read: Option<&FileMeta> = None;
+        let mut charged = false;
+        let l0 = self
+            .level(0)
+            .iter()
+            .filter(|f| f.overlaps(user_key, user_key));
+        let deeper = self.levels.iter().skip(1).filter_map(|level| {
             let index =
                 level.partition_point(|f| compare(&f.record.largest, &seek) == Ordering::Less);
-            let Some(file) = level.get(index) else {
-                continue;
-            };
-            if file.smallest_user_key() > user_key {
-                continue;
+            level
+                .get(index)
+                .filter(|file| file.smallest_user_key() <= user_key)
+        });
+        for file in l0.chain(deeper) {
+            let negatives = counts.bloom_negatives;
+            let found = lookup_in_file(file, &seek, user_key, counts)?;
+            // A file its filter ruled out cost no block read.
+            let read = counts.bloom_negatives == negatives;
+            if read {
+                match first_read {
+                    None => first_read = Some(file),
+                    Some(first) if !charged => {
+                        first.charge_read();
+                        charged = true;
+                    }
+                    Some(_) => {}
+                }
             }
-            if let Some(found) = lookup_in_file(file, &seek, user_key, counts)? {
-                return Ok(Some(found));
+            if found.is_some() {
+                return Ok(found);
             }
         }
         Ok(None)
     }
 
     /// One iterator per L0 run and per deeper level, appended to `out`.
+    /// With `charge_reads`, a seek charges the file it positions in when the
+    /// version holds more than one run and the file is not in the last
+    /// level (the cost of the runs above the last, paid by every seek).
     pub(crate) fn add_iterators(
         self: &Arc<Self>,
         out: &mut Vec<Box<dyn InternalIterator>>,
+        charge_reads: bool,
     ) -> Result<()> {
+        let runs =
+            self.level(0).len() + self.levels.iter().skip(1).filter(|l| !l.is_empty()).count();
+        let charge = charge_reads && runs > 1;
         for file in self.level(0) {
-            out.push(Box::new(file.sst()?.iter()));
+            if charge {
+                out.push(Box::new(LevelIter::charging(vec![Arc::clone(file)])));
+            } else {
+                out.push(Box::new(file.sst()?.iter()));
+            }
         }
         for (n, level) in self.levels.iter().enumerate().skip(1) {
             if !level.is_empty() {
-                out.push(Box::new(LevelIter::of_level(Arc::clone(self), n)));
+                let charge = charge && n < LSM_LEVELS - 1;
+                out.push(Box::new(LevelIter::of_level(Arc::clone(self), n, charge)));
             }
         }
         Ok(())
