@@ -31,7 +31,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::version::{FileMeta, Version};
+use super::version::{FileMeta, Version, READ_COST_BYTES};
 use crate::limits::LSM_LEVELS;
 use crate::options::{CompactionOptions, CompactionStyle};
 
@@ -414,11 +414,18 @@ fn pick_leveled(
     pick_for_reads(version, opts, busy, base_level)
 }
 
+/// Reads every file may cost before it is compacted, however small the
+/// compaction (a handful of reads does not pay for one).
+const READS_ALLOWED_MIN: u64 = 100;
+
 /// With no level past its size, a file whose reads have cost more than
-/// compacting it (`FileMeta::read_compaction_due`): an L0 file takes every
-/// L0 run down as the L0 trigger does; a deeper file goes into the next
-/// level with the files it overlaps there. So a table that is read more
-/// than written ends with fewer runs for each read to look into.
+/// compacting it down would: more reads charged to it
+/// (`FileMeta::charge_read`) than the bytes that compaction reads, over
+/// `READ_COST_BYTES`. An L0 file takes every L0 run down as the L0 trigger
+/// does; a deeper file goes into the next level with the files it overlaps
+/// there. So a table that is read more than written ends with fewer runs
+/// for each read to look into, and a file is not rewritten, with the part
+/// of the next level it overlaps, for fewer reads than that costs.
 fn pick_for_reads(
     version: &Version,
     opts: &CompactionOptions,
@@ -426,11 +433,11 @@ fn pick_for_reads(
     base_level: usize,
 ) -> Option<Compaction> {
     for level in 0..LAST_LEVEL {
-        let due = version
+        let charged = version
             .level(level)
             .iter()
-            .filter(|f| f.read_compaction_due() && !f.is_being_compacted());
-        for f in due {
+            .filter(|f| f.reads_charged() >= READS_ALLOWED_MIN && !f.is_being_compacted());
+        for f in charged {
             let mut c = if level == 0 {
                 if version.level(0).iter().any(|f| f.is_being_compacted()) {
                     break;
@@ -452,7 +459,9 @@ fn pick_for_reads(
                 }
             };
             c.reason = Reason::Reads;
-            if busy.allows(&c) {
+            let (below, above) = c.input_bytes();
+            let allowed = ((below + above) / READ_COST_BYTES).max(READS_ALLOWED_MIN);
+            if f.reads_charged() >= allowed && busy.allows(&c) {
                 return Some(c);
             }
         }
@@ -788,7 +797,7 @@ mod tests {
     }
 
     #[test]
-    fn leveled_compacts_a_file_down_once_reads_have_cost_its_size() {
+    fn leveled_compacts_a_file_down_once_reads_have_cost_its_compaction() {
         // Goal: a file that reads keep looking into on their way to another
         // is moved down when nothing bigger is due, and only then.
         let opts = CompactionOptions::leveled();
@@ -805,8 +814,9 @@ mod tests {
             ),
         ]);
         assert!(pick(&v, &opts, &IDLE).is_none(), "below its target");
-        // A 32 MiB file may cost 32 MiB / 16 KiB reads.
-        let allowed = 32 * MIB / crate::lsm::version::READ_COST_BYTES;
+        // The compaction would read the 32 MiB file and the 400 MiB it
+        // overlaps below: it pays after that many bytes' worth of reads.
+        let allowed = (32 + 400) * MIB / READ_COST_BYTES;
         for _ in 1..allowed {
             upper.charge_read();
         }

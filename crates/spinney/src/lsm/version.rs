@@ -11,7 +11,7 @@
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use super::level_iter::LevelIter;
@@ -35,21 +35,17 @@ pub(crate) struct FileMeta {
     /// Set while a compaction has this file among its inputs (changed only
     /// under the database's `bg` lock).
     pub being_compacted: AtomicBool,
-    /// Reads this file may still cost before it is compacted into the next
-    /// level (`charge_read`); not kept across opens.
-    reads_left: AtomicI64,
+    /// Reads that looked into this file and went on to another
+    /// (`charge_read`); not kept across opens.
+    reads_charged: AtomicU64,
 }
 
 /// A read that had to look into a file besides the one that answered it
 /// costs about as much as compacting this many bytes (LevelDB's estimate:
 /// one 10 ms disk seek against 40 KB of compaction I/O, halved to be
-/// conservative), so a file that costs reads its size over this is worth
-/// compacting away.
+/// conservative). `compaction::pick` compacts a file down once the reads
+/// it cost outweigh the bytes that compaction would read.
 pub(crate) const READ_COST_BYTES: u64 = 16 << 10;
-
-/// Reads every file may cost before compacting it can pay (a small file is
-/// not compacted for a handful of reads).
-const READS_ALLOWED_MIN: u64 = 100;
 
 impl FileMeta {
     pub(crate) fn new(
@@ -58,7 +54,6 @@ impl FileMeta {
         fs: Arc<dyn Fs>,
         cache: Arc<Cache>,
     ) -> FileMeta {
-        let reads_allowed = (record.size / READ_COST_BYTES).max(READS_ALLOWED_MIN);
         FileMeta {
             record,
             path,
@@ -66,7 +61,7 @@ impl FileMeta {
             cache,
             sst: OnceLock::new(),
             being_compacted: AtomicBool::new(false),
-            reads_left: AtomicI64::new(i64::try_from(reads_allowed).unwrap_or(i64::MAX)),
+            reads_charged: AtomicU64::new(0),
         }
     }
 
@@ -74,13 +69,12 @@ impl FileMeta {
     /// get that did not find its key here, a seek that positioned here
     /// beside other runs): the cost of the file staying where it is.
     pub(crate) fn charge_read(&self) {
-        self.reads_left.fetch_sub(1, AtomicOrdering::Relaxed);
+        self.reads_charged.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
-    /// Whether reads have cost more than compacting the file would
-    /// (`compaction::pick` then moves it down a level).
-    pub(crate) fn read_compaction_due(&self) -> bool {
-        self.reads_left.load(AtomicOrdering::Relaxed) <= 0
+    /// The reads charged so far.
+    pub(crate) fn reads_charged(&self) -> u64 {
+        self.reads_charged.load(AtomicOrdering::Relaxed)
     }
 
     /// The open SST, opened on first use and kept open while the file is live.
