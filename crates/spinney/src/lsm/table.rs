@@ -163,31 +163,46 @@ impl LsmTable {
     /// Freezes the active memtable (if it holds anything) and starts a new one.
     /// Only the commit leader (or a caller holding back all writers) calls it.
     pub(crate) fn freeze_memtable(&self) -> bool {
-        let mut sv = self.sv.lock();
-        if sv.mem.is_empty() {
+        if self.sv.lock().mem.is_empty() {
             return false;
         }
+        // Made before the lock: readers and the jobs' installs take it.
+        let fresh = Arc::new(Mem::new());
+        let mut sv = self.sv.lock();
         let mut imms = sv.imms.clone();
         imms.push(Arc::clone(&sv.mem));
-        *sv = Arc::new(SuperVersion {
-            mem: Arc::new(Mem::new()),
+        let next = Arc::new(SuperVersion {
+            mem: fresh,
             imms,
             version: Arc::clone(&sv.version),
             pressure: sv.pressure,
         });
+        let old = std::mem::replace(&mut *sv, next);
+        drop(sv);
+        drop(old);
         true
     }
 
     /// Installs `version` and drops the first `flushed` immutable memtables.
+    /// The pressure is computed, and the old super version let go (perhaps
+    /// the last hold on a flushed memtable, whose arena is then freed),
+    /// outside the lock: the commit leader takes it for every group, and a
+    /// background thread runs at a lower priority (`background_nice`), so
+    /// nothing slow may happen while it holds it.
     pub(crate) fn install(&self, version: Version, flushed: usize) {
+        let pressure = Pressure::of(&version, &self.options);
+        let version = Arc::new(version);
         let mut sv = self.sv.lock();
         let imms = sv.imms.get(flushed..).unwrap_or(&[]).to_vec();
-        *sv = Arc::new(SuperVersion {
+        let next = Arc::new(SuperVersion {
             mem: Arc::clone(&sv.mem),
             imms,
-            pressure: Pressure::of(&version, &self.options),
-            version: Arc::new(version),
+            pressure,
+            version,
         });
+        let old = std::mem::replace(&mut *sv, next);
+        drop(sv);
+        drop(old);
     }
 
     /// The value of `user_key` at `snapshot`, or, without one, at the
