@@ -302,6 +302,23 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
 /// when the table has no job to run or running.
 pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
     let bp = &db.options.backpressure;
+    // Most groups find nothing to do: decide that without the `bg` lock,
+    // which the jobs take to claim and finish work (and hold, at their
+    // lower priority, for as long as the scheduler lets them). Only the
+    // commit leader fills and freezes the active memtable, so `full`
+    // cannot change under it; pressure seen a group late slows the next.
+    {
+        let sv = t.super_version();
+        let full = sv.mem.table.approximate_bytes() >= t.options.write_buffer_size;
+        let pressed = sv.pressure.l0_runs >= bp.l0_slowdown_runs.min(bp.l0_stop_runs)
+            || sv.pressure.pending_compaction_bytes
+                >= bp
+                    .pending_compaction_slowdown_bytes
+                    .min(bp.pending_compaction_stop_bytes);
+        if !full && !pressed {
+            return db.check_writable();
+        }
+    }
     let mut slowed = false;
     let mut stopped: Option<Instant> = None;
     let mut bg = db.bg.lock();
