@@ -11,19 +11,12 @@ use std::collections::BTreeMap;
 
 use spinney::{CompactionOptions, Db, Options, Table, TableOptions, WriteBatch};
 
+mod common;
+use common::model::{key16 as key, value100 as value};
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const KEYS: u64 = 2000;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:013}").into_bytes()
-}
-
-fn value(i: u64, version: u64) -> Vec<u8> {
-    let mut v = format!("value {i} version {version} ").into_bytes();
-    v.resize(100, b'.');
-    v
-}
 
 fn quiet() -> Options {
     Options {
@@ -64,11 +57,7 @@ fn runs(table: &Table) -> (usize, Vec<usize>) {
 }
 
 fn check_data(ctx: &str, table: &Table, model: &Model) {
-    let got: Model = table
-        .iter()
-        .expect("iter")
-        .collect::<spinney::Result<_>>()
-        .expect("scan");
+    let got = common::read_table(table).expect("scan");
     assert!(got == *model, "{ctx}: contents differ");
 }
 

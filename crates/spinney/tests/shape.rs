@@ -15,22 +15,13 @@ use std::path::Path;
 
 use spinney::{CompactionOptions, Db, Error, Options, Shape, Table, TableOptions, WriteBatch};
 
+mod common;
+use common::model::{key16 as key, value100 as value};
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Entries per fill.
 const FILL: u64 = 1000;
-
-/// A 16-byte key.
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:013}").into_bytes()
-}
-
-/// A 100-byte value naming its key and version.
-fn value(i: u64, version: u64) -> Vec<u8> {
-    let mut v = format!("value {i} version {version} ").into_bytes();
-    v.resize(100, b'.');
-    v
-}
 
 /// How one compaction style places data.
 struct Script {

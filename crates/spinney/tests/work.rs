@@ -18,17 +18,8 @@ use spinney::{
     WriteBatch,
 };
 
-/// A 16-byte key.
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:013}").into_bytes()
-}
-
-/// A 100-byte value that names its key and a version.
-fn value(i: u64, version: u64) -> Vec<u8> {
-    let mut v = format!("value {i} version {version} ").into_bytes();
-    v.resize(100, b'.');
-    v
-}
+mod common;
+use common::model::{key16 as key, value100 as value};
 
 /// Small write buffers and a small base level, so that a few MiB of writes
 /// make many flushes and compactions.

@@ -20,6 +20,19 @@ pub fn key(n: u32) -> Vec<u8> {
     format!("key{n:05}").into_bytes()
 }
 
+/// A 16-byte key of number `i` ("key" and 13 digits: db_bench's size, in
+/// number order).
+pub fn key16(i: u64) -> Vec<u8> {
+    format!("key{i:013}").into_bytes()
+}
+
+/// A 100-byte value that names its key's number and a version.
+pub fn value100(i: u64, version: u64) -> Vec<u8> {
+    let mut v = format!("value {i} version {version} ").into_bytes();
+    v.resize(100, b'.');
+    v
+}
+
 /// A value of a length drawn from `len` and a random fill, ending in 8
 /// random bytes, so that a stale value cannot pass for a newer one.
 pub fn value(rng: &mut StdRng, len: Range<usize>) -> Vec<u8> {
