@@ -82,22 +82,20 @@ fn two_runs(dir: &std::path::Path, bloom_bits_per_key: u32) -> (Db, Table, Model
 fn seeks_that_pass_through_an_l0_run_compact_it_down() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, table, model) = two_runs(dir.path(), 10);
+    // Seeks to keys the table holds, each finding its own key.
+    let seek = |numbers: std::ops::Range<u64>| {
+        for i in numbers {
+            let mut range = table.range(key(i * 7)..).expect("range");
+            assert_eq!(
+                range.next().transpose().expect("next").map(|e| e.0),
+                Some(key(i * 7))
+            );
+        }
+    };
     // A few seeks do not pay for a compaction.
-    for i in 0..50 {
-        let mut range = table.range(key(i * 7)..).expect("range");
-        assert_eq!(
-            range.next().transpose().expect("next").map(|e| e.0),
-            Some(key(i * 7))
-        );
-    }
+    seek(0..50);
     assert_eq!(db.work(u64::MAX).expect("work").jobs, 0, "50 seeks");
-    for i in 50..150 {
-        let mut range = table.range(key(i * 7)..).expect("range");
-        assert_eq!(
-            range.next().transpose().expect("next").map(|e| e.0),
-            Some(key(i * 7))
-        );
-    }
+    seek(50..150);
     let done = db.work(u64::MAX).expect("work");
     assert!(done.jobs >= 1, "150 seeks: no compaction ran");
     assert_eq!(runs(&table), (0, vec![0, 0, 0, 0, 0, 1]), "one run left");

@@ -455,7 +455,7 @@ impl Applier<'_> {
                 recovering,
                 ..
             } => {
-                if *recovering && mem.table.approximate_bytes() >= table.options.write_buffer_size {
+                if *recovering && table.memtable_full(mem) {
                     table.freeze_memtable();
                     *mem = table.active_mem();
                 }

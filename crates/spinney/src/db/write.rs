@@ -309,7 +309,7 @@ pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
     // cannot change under it; pressure seen a group late slows the next.
     {
         let sv = t.super_version();
-        let full = sv.mem.table.approximate_bytes() >= t.options.write_buffer_size;
+        let full = t.memtable_full(&sv.mem);
         let pressed = sv.pressure.l0_runs >= bp.l0_slowdown_runs.min(bp.l0_stop_runs)
             || sv.pressure.pending_compaction_bytes
                 >= bp
@@ -330,7 +330,7 @@ pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
             break Err(Error::Closed);
         }
         let sv = t.super_version();
-        let full = sv.mem.table.approximate_bytes() >= t.options.write_buffer_size;
+        let full = t.memtable_full(&sv.mem);
         let stop = (full && sv.imms.len() >= bp.max_immutable_memtables)
             || sv.pressure.l0_runs >= bp.l0_stop_runs
             || sv.pressure.pending_compaction_bytes >= bp.pending_compaction_stop_bytes;

@@ -389,20 +389,8 @@ fn pick_leveled(
             .iter()
             .filter(|f| !f.is_being_compacted())
             .map(|f| {
-                let next =
-                    version.overlapping(level + 1, f.smallest_user_key(), f.largest_user_key());
-                let overlap: u64 = next.iter().map(|g| g.record.size).sum();
-                let mut inputs = vec![(level, vec![Arc::clone(f)])];
-                if !next.is_empty() {
-                    inputs.push((level + 1, next));
-                }
-                let c = Compaction {
-                    reason,
-                    score,
-                    inputs,
-                    output_level: level + 1,
-                    target_file_bytes: opts.target_file_size,
-                };
+                let c = file_into_next(version, level, f, opts, reason, score);
+                let (overlap, _) = c.input_bytes();
                 (overlap as f64 / f.record.size.max(1) as f64, c)
             })
             .collect();
@@ -438,27 +426,16 @@ fn pick_for_reads(
             .iter()
             .filter(|f| f.reads_charged() >= READS_ALLOWED_MIN && !f.is_being_compacted());
         for f in charged {
-            let mut c = if level == 0 {
+            let c = if level == 0 {
                 if version.level(0).iter().any(|f| f.is_being_compacted()) {
                     break;
                 }
-                level_into_next(version, 0, l0_output_below(version, base_level), opts)
+                let mut c = level_into_next(version, 0, l0_output_below(version, base_level), opts);
+                c.reason = Reason::Reads;
+                c
             } else {
-                let next =
-                    version.overlapping(level + 1, f.smallest_user_key(), f.largest_user_key());
-                let mut inputs = vec![(level, vec![Arc::clone(f)])];
-                if !next.is_empty() {
-                    inputs.push((level + 1, next));
-                }
-                Compaction {
-                    reason: Reason::Reads,
-                    score: 0.0,
-                    inputs,
-                    output_level: level + 1,
-                    target_file_bytes: opts.target_file_size,
-                }
+                file_into_next(version, level, f, opts, Reason::Reads, 0.0)
             };
-            c.reason = Reason::Reads;
             let (below, above) = c.input_bytes();
             let allowed = ((below + above) / READ_COST_BYTES).max(READS_ALLOWED_MIN);
             if f.reads_charged() >= allowed && busy.allows(&c) {
@@ -467,6 +444,30 @@ fn pick_for_reads(
         }
     }
     None
+}
+
+/// File `f` of `level` (1 or deeper) and the files of the next level it
+/// overlaps.
+fn file_into_next(
+    version: &Version,
+    level: usize,
+    f: &Arc<FileMeta>,
+    opts: &CompactionOptions,
+    reason: Reason,
+    score: f64,
+) -> Compaction {
+    let next = version.overlapping(level + 1, f.smallest_user_key(), f.largest_user_key());
+    let mut inputs = vec![(level, vec![Arc::clone(f)])];
+    if !next.is_empty() {
+        inputs.push((level + 1, next));
+    }
+    Compaction {
+        reason,
+        score,
+        inputs,
+        output_level: level + 1,
+        target_file_bytes: opts.target_file_size,
+    }
 }
 
 /// Every file of `level` and the files of `output` they overlap.

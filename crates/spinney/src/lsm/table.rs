@@ -160,6 +160,12 @@ impl LsmTable {
         Arc::clone(&self.sv.lock().mem)
     }
 
+    /// Whether `mem` has reached the write buffer size (a commit group, or
+    /// recovery, freezes it before adding more).
+    pub(crate) fn memtable_full(&self, mem: &Mem) -> bool {
+        mem.table.approximate_bytes() >= self.options.write_buffer_size
+    }
+
     /// Freezes the active memtable (if it holds anything) and starts a new one.
     /// Only the commit leader (or a caller holding back all writers) calls it.
     pub(crate) fn freeze_memtable(&self) -> bool {
