@@ -26,7 +26,7 @@ use crate::lsm::sst::format::{Footer, Properties, FOOTER_BYTES};
 use crate::lsm::sst::{Sst, SstBuilder, SstOptions};
 use crate::manifest::VersionEdit;
 use crate::mvcc::iter::InternalIterator;
-use crate::mvcc::key::{internal_key, Kind};
+use crate::mvcc::key::{internal_key, KeyRef, Kind};
 use crate::options::Compression;
 use crate::wal::batch::{BatchRep, DecodedBatch};
 use crate::wal::reader::{LogReader, Read};
@@ -199,17 +199,17 @@ pub fn btree_page(data: &[u8]) {
                 let _ = page::child(&p, i);
             }
         }
-        let at = page::lower_bound(&p, k, &mut compared);
+        let at = page::lower_bound(&p, KeyRef::of(k), &mut compared);
         assert_eq!(at, i, "a search for cell {i}'s own key lands at {at}");
-        let _ = page::branch_position(&p, k, &mut compared);
+        let _ = page::branch_position(&p, KeyRef::of(k), &mut compared);
     }
     for t in [
         &b""[..],
         b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
         data.get(..9).unwrap_or(data),
     ] {
-        let _ = page::lower_bound(&p, t, &mut compared);
-        let _ = page::branch_position(&p, t, &mut compared);
+        let _ = page::lower_bound(&p, KeyRef::of(t), &mut compared);
+        let _ = page::branch_position(&p, KeyRef::of(t), &mut compared);
     }
     if n > 0 {
         let cell = page::cell_bytes(&p, n / 2).to_vec();
@@ -217,7 +217,11 @@ pub fn btree_page(data: &[u8]) {
         check_after(&p, "a removal");
         page::compact(&mut p);
         check_after(&p, "a compaction");
-        let pos = page::lower_bound(&p, page::cell_key(&cell, page::kind(&p)), &mut compared);
+        let pos = page::lower_bound(
+            &p,
+            KeyRef::of(page::cell_key(&cell, page::kind(&p))),
+            &mut compared,
+        );
         if page::insert(&mut p, pos, &cell) {
             check_after(&p, "an insert");
         }

@@ -19,3 +19,19 @@ pub(crate) fn prefetch(bytes: &[u8]) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;
 }
+
+/// Starts loading the line that holds address `at`, which may be any
+/// address: a prefetch reads nothing the program sees and cannot fault, so
+/// a stale or wrong address costs a wasted load at most.
+#[inline]
+pub(crate) fn prefetch_address(at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as above; the pointer is never dereferenced.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            std::ptr::without_provenance::<i8>(at),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}

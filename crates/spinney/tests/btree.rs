@@ -1192,6 +1192,89 @@ fn readers_see_whole_batches_while_a_tiny_cache_evicts_under_them() {
     readers_and_writers(6 * 4096, 2);
 }
 
+#[test]
+fn a_get_sees_every_commit_acknowledged_before_it_while_a_tiny_cache_evicts() {
+    // Goal: readers find pages through the frame table without holding a
+    // reference, so a frame can be evicted (and its page read back into a
+    // new frame, and changed there) between the moment a reader finds it
+    // and the moment it latches it; the reader must then look again, never
+    // answer from the old frame. Method: a cache of six 4 KiB pages over a
+    // tree of hundreds; a writer sets 16 counters to 1, 2, 3... and after
+    // each commit returns records the number it acknowledged; two readers
+    // read that number first, then the counter (and a filler key, to keep
+    // pages moving in and out), and the counter must be at least that
+    // number. The writer goes on until the readers have checked enough.
+    use std::sync::atomic::AtomicU64;
+    const COUNTERS: usize = 16;
+    const ROUNDS: u64 = 3000;
+    const CHECKS: u64 = 20_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir.path(),
+        Options {
+            cache_size: 6 * 4096,
+            checkpoint_wal_bytes: 256 << 10,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    let t = db.create_table("t", btree(4096)).expect("create");
+    let mut fill = WriteBatch::new();
+    for i in 0..20_000u32 {
+        fill.put(&t, &key(i), &[b'f'; 60]);
+    }
+    for c in 0..COUNTERS {
+        fill.put(&t, format!("counter{c:02}").as_bytes(), b"0");
+    }
+    db.write(fill).expect("fill");
+    assert!(shape(&t).leaf_pages > 100, "{:?}", shape(&t));
+    let acked: Vec<AtomicU64> = (0..COUNTERS).map(|_| AtomicU64::new(0)).collect();
+    let checked = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        for r in 0..2u64 {
+            let (t, acked, checked, done) = (&t, &acked, &checked, &done);
+            s.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(r);
+                while !done.load(Ordering::Acquire) {
+                    let c = rng.gen_range(0..COUNTERS);
+                    let floor = acked[c].load(Ordering::Acquire);
+                    let v = t
+                        .get(format!("counter{c:02}").as_bytes())
+                        .expect("get")
+                        .expect("a counter");
+                    let got: u64 = std::str::from_utf8(&v)
+                        .expect("utf8")
+                        .parse()
+                        .expect("a number");
+                    assert!(
+                        got >= floor,
+                        "counter {c}: {got} read after {floor} was acknowledged"
+                    );
+                    let f = t.get(&key(rng.gen_range(0..20_000))).expect("get");
+                    assert_eq!(f.as_deref(), Some(&[b'f'; 60][..]));
+                    checked.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let mut rng = StdRng::seed_from_u64(99);
+        let mut round = 0;
+        while round < ROUNDS || checked.load(Ordering::Relaxed) < CHECKS {
+            round += 1;
+            let c = rng.gen_range(0..COUNTERS);
+            t.put(
+                format!("counter{c:02}").as_bytes(),
+                round.to_string().as_bytes(),
+            )
+            .expect("put");
+            acked[c].store(round, Ordering::Release);
+        }
+        done.store(true, Ordering::Release);
+    });
+    let cache = db.stats().cache;
+    assert!(cache.evictions > 1000, "{cache:?}");
+}
+
 /// Holds one page read (after it has read) or write (before it writes) of a
 /// B-tree file until released, so that a test can run other operations in
 /// the middle of it.

@@ -29,6 +29,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 
 use super::format::{self, Checkpoint, FIRST_DATA_PAGE, FREE_EXTENT_BYTES, HEADER_BYTES};
+use super::frames::FrameTable;
 use super::free_space::{add_extent, TreeState};
 use super::page;
 use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
@@ -151,6 +152,7 @@ impl BtreeTable {
             counters: PageCounters::default(),
             failed: Mutex::new(None),
             loading: Mutex::default(),
+            frames: FrameTable::default(),
         });
         let mut state = TreeState {
             page_count: c.page_count,
@@ -179,7 +181,7 @@ impl BtreeTable {
             path,
             file: pf,
             cache,
-            root: RwLock::new(Root::new(c.root, c.height, None)),
+            root: RwLock::new(Root::new(c.root, c.height)),
             tree: Mutex::new(state),
             persisted_seqno: AtomicU64::new(c.seqno),
             durable_generation: AtomicU64::new(c.generation),

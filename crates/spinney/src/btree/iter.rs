@@ -17,6 +17,7 @@ use super::read::Bounds;
 use super::{BtreeTable, Target};
 use crate::error::{Error, Result};
 use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::KeyRef;
 use crate::read_context::{self, ReadContext};
 
 pub(crate) struct BtreeIter {
@@ -71,7 +72,11 @@ impl BtreeIter {
     }
 
     fn load_counted(&mut self, target: Target<'_>, ctx: &mut ReadContext) -> Result<bool> {
-        let Some(leaf) = self.table.descend(target, Some(&mut self.bounds), ctx)? else {
+        let epoch = crossbeam_epoch::pin();
+        let Some(leaf) = self
+            .table
+            .descend(target, Some(&mut self.bounds), ctx, &epoch)?
+        else {
             self.image.clear();
             return Ok(false);
         };
@@ -107,12 +112,12 @@ impl BtreeIter {
             };
             Bounds::copy(&mut self.edge, high);
             let edge = std::mem::take(&mut self.edge);
-            let loaded = self.load(Target::AtOrAfter(&edge));
+            let loaded = self.load(Target::AtOrAfter(KeyRef::of(&edge)));
             if loaded {
                 // The tree may have changed since the last leaf was read:
                 // start at the first key not yet seen, wherever it now is.
                 let mut compared = 0;
-                self.pos = page::lower_bound(&self.image, &edge, &mut compared);
+                self.pos = page::lower_bound(&self.image, KeyRef::of(&edge), &mut compared);
             }
             self.edge = edge;
             if !loaded {
@@ -129,7 +134,7 @@ impl BtreeIter {
         loop {
             let mut compared = 0;
             let end = match &bound {
-                Some(b) => page::lower_bound(&self.image, b, &mut compared),
+                Some(b) => page::lower_bound(&self.image, KeyRef::of(b), &mut compared),
                 None => self.count(),
             };
             if end > 0 && self.count() > 0 {
@@ -141,7 +146,7 @@ impl BtreeIter {
                 self.valid = false;
                 return;
             };
-            if !self.load(Target::Before(&low)) {
+            if !self.load(Target::Before(KeyRef::of(&low))) {
                 self.valid = false;
                 return;
             }
@@ -174,11 +179,11 @@ impl InternalIterator for BtreeIter {
 
     fn seek(&mut self, target: &[u8]) {
         self.valid = false;
-        if self.status.is_err() || !self.load(Target::AtOrAfter(target)) {
+        if self.status.is_err() || !self.load(Target::AtOrAfter(KeyRef::of(target))) {
             return;
         }
         let mut compared = 0;
-        self.pos = page::lower_bound(&self.image, target, &mut compared);
+        self.pos = page::lower_bound(&self.image, KeyRef::of(target), &mut compared);
         read_context::add(&ReadContext {
             keys_compared: compared,
             ..ReadContext::default()

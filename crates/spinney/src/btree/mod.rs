@@ -55,6 +55,7 @@
 
 mod checkpoint;
 pub(crate) mod format;
+pub(crate) mod frames;
 mod free_space;
 pub(crate) mod iter;
 pub(crate) mod page;
@@ -87,32 +88,22 @@ pub(crate) fn file_name(table_id: u32) -> String {
     crate::file_names::btree_name(table_id)
 }
 
-/// The tree's root: its page, the tree's height, and, once a descent has
-/// fetched it, the root's frame, held here so that descents start without a
-/// cache lookup (and never contend on the root's cache shard). Whoever
-/// changes `pgno` sets `frame` with it (to the new root's frame, or None);
-/// a frame held here is pinned (the cache never evicts a page someone
-/// holds), which is what a root, read by every descent, should be.
-#[derive(Clone)]
+/// The tree's root: its page and the tree's height. Readers find the
+/// root's frame through the frame table, as every other page's.
+#[derive(Clone, Copy)]
 struct Root {
     pgno: u64,
     height: u32,
-    frame: Option<Arc<pager::Frame>>,
 }
 
 impl Root {
-    /// The root's page and the tree's height (what most readers of the
-    /// root need: no clone of the frame it holds).
+    /// The root's page and the tree's height.
     fn place(&self) -> (u64, u32) {
         (self.pgno, self.height)
     }
 
-    fn new(pgno: u64, height: u32, frame: Option<Arc<pager::Frame>>) -> Root {
-        Root {
-            pgno,
-            height,
-            frame,
-        }
+    fn new(pgno: u64, height: u32) -> Root {
+        Root { pgno, height }
     }
 }
 

@@ -3,9 +3,11 @@
 //!
 //! `PageFile` reads and writes framed pages (`format::encode_page`,
 //! `format::decode_page`) at `pgno * page_size`, and runs of pages (overflow
-//! values, the free map). A page in memory is a `PageBuf` behind its latch,
+//! values, the free map). A page in memory is a `PageBuf` behind its latch, in
 //! a `Frame`, held by the database's one cache; `BtreeTable::fetch` finds a
-//! page there or reads it in, and `install_page` caches a new one.
+//! page there or reads it in, and `install_page` caches a new one. Readers
+//! find cached frames through the file's frame table instead
+//! (`frames.rs`, `BtreeTable::latch_for_read`), without a cache lookup.
 //!
 //! Dirty pages belong to the pager, not the cache: a frame tells the cache
 //! it may not leave while dirty (`impl Entry for Frame`), so the cache hands
@@ -23,17 +25,19 @@
 //!
 //! Thread-safety: `PageFile` is shared by every reader and the writer (its
 //! file handle takes positioned reads and writes; `failed` and `loading`
-//! are behind their own mutexes). A frame's latch guards its image; a page
-//! is written under its read latch.
+//! are behind their own mutexes; the frame table is lock-free). A frame's
+//! latch guards its image; a page is written under its read latch; a frame
+//! is evicted under its write latch.
 
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
-use parking_lot::{Mutex, RawRwLock, RwLock};
+use crossbeam_epoch::Guard;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::frames::FrameTable;
 use super::{format, page, BtreeTable};
 use crate::cache::{Cache, Entry, State};
 use crate::counter::Striped;
@@ -42,9 +46,23 @@ use crate::fs::PagedFile;
 use crate::options::Compression;
 use crate::read_context::ReadContext;
 
-/// A page's read latch, held across calls (a descent's leaf).
-pub(crate) type ReadGuard = ArcRwLockReadGuard<RawRwLock, PageBuf>;
-pub(super) type WriteGuard = ArcRwLockWriteGuard<RawRwLock, PageBuf>;
+/// A page's read latch.
+pub(crate) type ReadGuard<'a> = RwLockReadGuard<'a, PageBuf>;
+/// A page's write latch.
+pub(super) type WriteGuard<'a> = RwLockWriteGuard<'a, PageBuf>;
+
+/// Lines of a page image a reader prefetches as it finds the page: the
+/// header and the first slots.
+const PREFETCH_IMAGE_LINES: usize = 4;
+
+/// Starts loading `lines` cache lines from address `at` (a hint: nothing is
+/// read, and an address that is no longer an image's costs nothing wrong).
+#[inline]
+fn prefetch_lines(at: usize, lines: usize) {
+    for i in 0..lines {
+        crate::prefetch::prefetch_address(at.wrapping_add(i * 64));
+    }
+}
 
 /// Bytes a page is charged in the cache beyond its size (frame, map entry).
 pub(super) const FRAME_OVERHEAD: u64 = 96;
@@ -75,6 +93,8 @@ pub(crate) struct PageFile {
     /// Pages being read from the file into the cache, with how many reads
     /// of each are in flight (see `Loading`).
     pub loading: Mutex<HashMap<u64, u32>>,
+    /// Where each cached page's frame is, for readers (`frames.rs`).
+    pub frames: FrameTable,
 }
 
 /// A read of a page from the file into the cache, registered for its
@@ -113,18 +133,81 @@ impl std::fmt::Debug for PageFile {
     }
 }
 
-/// A page in memory.
+/// A page's contents in memory, behind its frame's latch.
 #[derive(Debug)]
 pub(crate) struct PageBuf {
-    pub file: Arc<PageFile>,
-    pub pgno: u64,
     /// Changed since it was last written.
     pub dirty: AtomicBool,
     pub image: Vec<u8>,
 }
 
-/// A cached page: the latch (a reader-writer lock) over its buffer.
-pub(crate) type Frame = RwLock<PageBuf>;
+/// A cached page: its place, and its buffer behind its latch (a
+/// reader-writer lock).
+#[derive(Debug)]
+pub(crate) struct Frame {
+    pub file: Arc<PageFile>,
+    pub pgno: u64,
+    /// Taken out of the cache: a reader that found the frame through the
+    /// frame table and latched it looks again. Set under the write latch
+    /// when the frame is evicted (`try_leave`) or its page freed
+    /// (`uncache`), so a reader holding the read latch either sees it set
+    /// or keeps the frame from leaving.
+    gone: AtomicBool,
+    /// Read through the frame table since the clock hand last passed (the
+    /// second chance a cache hit gives).
+    touched: AtomicBool,
+    /// Where the image's bytes are (they never move: an image is changed in
+    /// place, never replaced), published beside the frame in the frame
+    /// table for readers to prefetch.
+    image_at: usize,
+    latch: RwLock<PageBuf>,
+}
+
+impl Frame {
+    pub(crate) fn new(file: Arc<PageFile>, pgno: u64, dirty: bool, image: Vec<u8>) -> Frame {
+        Frame {
+            file,
+            pgno,
+            gone: AtomicBool::new(false),
+            touched: AtomicBool::new(false),
+            image_at: image.as_ptr() as usize,
+            latch: RwLock::new(PageBuf {
+                dirty: AtomicBool::new(dirty),
+                image,
+            }),
+        }
+    }
+
+    /// The read latch.
+    pub(crate) fn read(&self) -> ReadGuard<'_> {
+        self.latch.read()
+    }
+
+    /// The write latch.
+    pub(crate) fn write(&self) -> WriteGuard<'_> {
+        self.latch.write()
+    }
+
+    fn try_read(&self) -> Option<ReadGuard<'_>> {
+        self.latch.try_read()
+    }
+
+    /// The read latch of a frame found through the frame table, if it is
+    /// still its page's frame: None if it has left the cache since (the
+    /// reader looks again). Marks it touched, for the clock.
+    fn read_if_current(&self) -> Option<ReadGuard<'_>> {
+        let page = self.latch.read();
+        if self.gone.load(Ordering::Acquire) {
+            return None;
+        }
+        // Written only when not set already, so that readers on other
+        // cores do not keep pulling the frame's line from each other.
+        if !self.touched.load(Ordering::Relaxed) {
+            self.touched.store(true, Ordering::Relaxed);
+        }
+        Some(page)
+    }
+}
 
 /// What the cache asks a page when its clock hand reaches it: busy while
 /// anyone besides the cache holds it, while it is latched for writing, or
@@ -142,13 +225,13 @@ impl Entry for Frame {
             return State::Busy;
         };
         // Being read from the file by another thread (see `Loading`).
-        if page.file.loading.lock().contains_key(&page.pgno) {
+        if self.file.loading.lock().contains_key(&self.pgno) {
             return State::Busy;
         }
         if page.dirty.load(Ordering::Acquire) {
             // A table whose page write failed takes no more writes until
             // reopened: its pages are not handed back to fail again.
-            if page.file.failed.lock().is_some() {
+            if self.file.failed.lock().is_some() {
                 return State::Busy;
             }
             State::Dirty
@@ -158,12 +241,39 @@ impl Entry for Frame {
     }
 
     fn evicted(&self) {
-        if let Some(page) = self.try_read() {
-            page.file
-                .counters
-                .evictions_clean
-                .fetch_add(1, Ordering::Relaxed);
+        self.file
+            .counters
+            .evictions_clean
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn cached(&self) {
+        self.file.frames.publish(self.pgno, self, self.image_at);
+    }
+
+    /// Evicted only under the write latch (tried, never waited for): no
+    /// reader holds the frame latched then, and every later one sees it
+    /// gone.
+    fn try_leave(&self) -> bool {
+        let Some(page) = self.latch.try_write() else {
+            return false;
+        };
+        if page.dirty.load(Ordering::Acquire) {
+            return false;
         }
+        self.gone.store(true, Ordering::Release);
+        true
+    }
+
+    /// Unpublished from the frame table, and dropped only once every
+    /// reader that may have found it there has left its epoch.
+    fn release(self: Arc<Self>) {
+        self.file.frames.unpublish(self.pgno, Arc::as_ptr(&self));
+        crossbeam_epoch::pin().defer(move || drop(self));
+    }
+
+    fn take_touched(&self) -> bool {
+        self.touched.load(Ordering::Relaxed) && self.touched.swap(false, Ordering::Relaxed)
     }
 }
 
@@ -198,15 +308,16 @@ fn write_back(frame: &Frame) {
     if !page.dirty.load(Ordering::Acquire) {
         return;
     }
-    match page.file.write_page(page.pgno, &page.image) {
+    match frame.file.write_page(frame.pgno, &page.image) {
         Ok(()) => {
             page.dirty.store(false, Ordering::Release);
-            page.file
+            frame
+                .file
                 .counters
                 .evictions_dirty
                 .fetch_add(1, Ordering::Relaxed);
         }
-        Err(e) => page
+        Err(e) => frame
             .file
             .fail(&format!("writing a B-tree page failed: {e}")),
     }
@@ -333,6 +444,43 @@ impl BtreeTable {
         ctx.blocks_from_cache += 1;
     }
 
+    /// Page `pgno` read-latched for a reader pinned in `epoch`: found
+    /// through the frame table (no cache lookup, no reference taken; true
+    /// with it), or else fetched from the cache or the file (false). The
+    /// frame stays alive while `epoch` is pinned, and it is the page's
+    /// current frame for as long as it is latched: an evicted frame is
+    /// marked gone under its write latch, and then looked up again.
+    pub(super) fn latch_for_read<'g>(
+        &'g self,
+        pgno: u64,
+        epoch: &'g Guard,
+        ctx: &mut ReadContext,
+    ) -> Result<(&'g Frame, ReadGuard<'g>, bool)> {
+        let (found, image_at) = self.file.frames.get(pgno);
+        if !found.is_null() {
+            // The frame's line and the image's first lines (the header and
+            // the slots a search probes first) load together, rather than
+            // the image only once the latch is taken.
+            prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
+            // SAFETY: a frame in the table is alive (the cache holds it),
+            // and once the cache lets it go it is dropped only after every
+            // thread pinned before then has unpinned (`Frame::release`);
+            // this thread has been pinned in `epoch` since before it loaded
+            // the pointer, and `epoch` outlives the reference.
+            let frame = unsafe { &*found };
+            if let Some(page) = frame.read_if_current() {
+                ctx.blocks_from_cache += 1;
+                return Ok((frame, page, true));
+            }
+        }
+        let held = self.fetch(pgno, ctx)?;
+        // SAFETY: the handle `held` keeps the frame alive, and it is dropped
+        // only once the epoch ends (deferred below), which `'g` outlasts.
+        let frame: &'g Frame = unsafe { &*Arc::as_ptr(&held) };
+        epoch.defer(move || drop(held));
+        Ok((frame, frame.read(), false))
+    }
+
     pub(super) fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         let key = (self.file.owner, pgno);
         let hit = |f: Arc<Frame>, ctx: &mut ReadContext| {
@@ -362,12 +510,7 @@ impl BtreeTable {
         }
         ctx.blocks_from_storage += 1;
         ctx.bytes_read += self.file.page_size as u64;
-        let frame = Arc::new(RwLock::new(PageBuf {
-            file: Arc::clone(&self.file),
-            pgno,
-            dirty: AtomicBool::new(false),
-            image,
-        }));
+        let frame = Arc::new(Frame::new(Arc::clone(&self.file), pgno, false, image));
         let frame = self.cache.insert_or_share(key, frame, self.charge(), false);
         // The insert may have made the cache hand dirty pages back: a read
         // that missed writes them, so that pages dirtied by earlier writes
@@ -381,12 +524,7 @@ impl BtreeTable {
 
     /// Caches a new page, dirty, replacing any stale frame of its number.
     pub(super) fn install_page(&self, pgno: u64, image: Vec<u8>) -> Arc<Frame> {
-        let frame = Arc::new(RwLock::new(PageBuf {
-            file: Arc::clone(&self.file),
-            pgno,
-            dirty: AtomicBool::new(true),
-            image,
-        }));
+        let frame = Arc::new(Frame::new(Arc::clone(&self.file), pgno, true, image));
         self.cache
             .insert_or_share((self.file.owner, pgno), frame, self.charge(), true)
     }
@@ -402,7 +540,9 @@ impl BtreeTable {
         };
         let entry: Arc<dyn Any + Send + Sync> = entry;
         if let Ok(frame) = entry.downcast::<Frame>() {
-            frame.write().dirty.store(false, Ordering::Release);
+            let page = frame.write();
+            page.dirty.store(false, Ordering::Release);
+            frame.gone.store(true, Ordering::Release);
         }
     }
 }
@@ -412,6 +552,7 @@ mod tests {
     use super::*;
     use crate::btree::format::decode_page;
     use crate::btree::page::{init, insert, leaf_cell, Value, KIND_LEAF};
+    use crate::cache::Cache;
     use crate::mvcc::key::{internal_key, Kind};
 
     fn leaf(len: usize) -> Vec<u8> {
@@ -437,6 +578,7 @@ mod tests {
                 counters: PageCounters::default(),
                 failed: Mutex::new(None),
                 loading: Mutex::default(),
+                frames: FrameTable::default(),
             };
             pf.write_page(3, &p).expect("write");
             assert_eq!(pf.read_page(3).expect("read"), p);
@@ -450,5 +592,67 @@ mod tests {
                 assert!(decode_page(3, &bad, p.len()).is_err(), "flip at {at}");
             }
         }
+    }
+
+    fn page_file(dir: &std::path::Path) -> Arc<PageFile> {
+        let fs = crate::fs::OsFs::new();
+        Arc::new(PageFile {
+            file: crate::fs::Fs::open_paged(&fs, &dir.join("f"), true).expect("open"),
+            page_size: 4096,
+            compression: Compression::None,
+            owner: 1,
+            counters: PageCounters::default(),
+            failed: Mutex::new(None),
+            loading: Mutex::default(),
+            frames: FrameTable::default(),
+        })
+    }
+
+    #[test]
+    fn a_frame_found_without_a_reference_leaves_only_unlatched_and_stays_readable() {
+        // Goal: the protocol readers rely on when they find a frame through
+        // the frame table and hold no reference to it. While a reader holds
+        // its read latch the cache cannot evict it; once evicted it is
+        // unpublished and marked gone, so a reader that latches it then is
+        // told to look again; and its memory stays valid for a reader
+        // pinned before the eviction. Method: a cache that holds one page;
+        // inserting a second page must evict the first.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = page_file(dir.path());
+        let charge = 4096 + FRAME_OVERHEAD;
+        let cache = Cache::new(charge);
+        let frame = |pgno: u64| {
+            Arc::new(Frame::new(
+                Arc::clone(&file),
+                pgno,
+                false,
+                vec![pgno as u8; file.image_len()],
+            ))
+        };
+        cache.insert_or_share((1, 1), frame(1), charge, false);
+        let epoch = crossbeam_epoch::pin();
+        let (found, image_at) = file.frames.get(1);
+        assert!(!found.is_null());
+        // SAFETY: published and pinned (the reader's side of the protocol).
+        let found = unsafe { &*found };
+        assert_eq!(image_at, found.read().image.as_ptr() as usize);
+
+        let latched = found.read_if_current().expect("current");
+        cache.insert_or_share((1, 2), frame(2), charge, false);
+        assert!(
+            !file.frames.get(1).0.is_null(),
+            "a latched frame was evicted"
+        );
+        drop(latched);
+
+        cache.insert_or_share((1, 3), frame(3), charge, false);
+        assert!(file.frames.get(1).0.is_null(), "an idle frame stayed");
+        assert!(
+            found.read_if_current().is_none(),
+            "an evicted frame read as current"
+        );
+        // Still the page it was, while this thread stays pinned.
+        assert!(found.read().image.iter().all(|&b| b == 1));
+        drop(epoch);
     }
 }

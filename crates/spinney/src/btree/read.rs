@@ -16,11 +16,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::page::{self, Value};
-use super::pager::{read_run, ReadGuard};
+use crossbeam_epoch::Guard;
+
+use super::pager::{read_run, Frame, ReadGuard};
 use super::{iter, BtreeTable};
+use crate::counter::GatePass;
 use crate::error::Result;
 use crate::mvcc::iter::InternalIterator;
-use crate::mvcc::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::key::{self, internal_key, KeyRef, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
 use crate::read_context::{self, ReadContext};
 
 /// Which leaf a descent looks for.
@@ -29,9 +32,9 @@ pub(crate) enum Target<'a> {
     First,
     Last,
     /// The leaf that holds the first key >= this one.
-    AtOrAfter(&'a [u8]),
+    AtOrAfter(KeyRef<'a>),
     /// The leaf that holds the last key < this one.
-    Before(&'a [u8]),
+    Before(KeyRef<'a>),
 }
 
 /// The separators around a leaf: every key in it is at or above `low` and
@@ -66,12 +69,14 @@ impl Bounds {
     }
 }
 
-/// A leaf found by a read descent, latched.
-pub(crate) struct Leaf<'a> {
-    pub guard: ReadGuard,
+/// A leaf found by a read descent, latched, for as long as the epoch the
+/// descent was pinned in.
+pub(crate) struct Leaf<'g> {
+    pub frame: &'g Frame,
+    pub guard: ReadGuard<'g>,
     /// Keeps the pages of the tree this descent went through (and the
     /// overflow runs they name) from being reused while the leaf is read.
-    _descent: parking_lot::RwLockReadGuard<'a, ()>,
+    _descent: GatePass<'g>,
 }
 
 /// What a point read found.
@@ -112,12 +117,15 @@ pub struct BtreeShape {
 impl BtreeTable {
     /// Descends to a leaf with latch coupling. None when the tree is empty.
     /// The separators around the leaf are copied into `bounds` if given.
-    pub(crate) fn descend(
-        &self,
+    /// The caller is pinned in `epoch` for as long as it reads the leaf:
+    /// pages are found through the frame table (`latch_for_read`).
+    pub(crate) fn descend<'g>(
+        &'g self,
         target: Target<'_>,
         mut bounds: Option<&mut Bounds>,
         ctx: &mut ReadContext,
-    ) -> Result<Option<Leaf<'_>>> {
+        epoch: &'g Guard,
+    ) -> Result<Option<Leaf<'g>>> {
         if let Some(b) = bounds.as_deref_mut() {
             b.clear();
         }
@@ -127,39 +135,26 @@ impl BtreeTable {
             return Ok(None);
         }
         let height = root.height;
-        let root_pgno = root.pgno;
-        let (frame, pinned) = match &root.frame {
-            Some(f) => {
-                self.count_cache_hit(ctx);
-                (Arc::clone(f), true)
-            }
-            None => (self.fetch(root_pgno, ctx)?, false),
-        };
-        let mut guard = frame.read_arc();
+        let (mut frame, mut guard, found) = self.latch_for_read(root.pgno, epoch, ctx)?;
         drop(root);
-        if !pinned {
-            // Hold the root's frame for the descents to come, unless the
-            // root moved meanwhile or another thread holds the lock.
-            if let Some(mut root) = self.root.try_write() {
-                if root.pgno == root_pgno && root.frame.is_none() {
-                    root.frame = Some(frame);
-                }
-            }
-        }
+        // Pages found through the frame table, counted once per descent
+        // (the cache's path counts its own).
+        let mut found_here = u64::from(found);
         let mut depth = 1;
-        loop {
+        let leaf = loop {
             let p = &guard.image;
             match page::kind(p) {
                 page::KIND_LEAF => {
-                    return Ok(Some(Leaf {
+                    break Leaf {
+                        frame,
                         guard,
                         _descent: descent,
-                    }));
+                    }
                 }
                 page::KIND_BRANCH if depth < height => {}
                 _ => {
                     return Err(self.file.corrupt(
-                        guard.pgno,
+                        frame.pgno,
                         "tree is deeper than its height or not a tree page",
                     ))
                 }
@@ -183,10 +178,17 @@ impl BtreeTable {
                 }
             }
             let child = page::child_at(p, pos);
-            let next = self.fetch(child, ctx)?.read_arc();
-            guard = next;
+            // The child's latch is taken before the parent's is let go.
+            let (child_frame, child_guard, found) = self.latch_for_read(child, epoch, ctx)?;
+            found_here += u64::from(found);
+            (frame, guard) = (child_frame, child_guard);
             depth += 1;
+        };
+        if found_here > 0 {
+            self.file.counters.from_cache.add(found_here);
+            self.cache.count_hits(found_here);
         }
+        Ok(Some(leaf))
     }
 
     /// Reads a value out of its overflow run.
@@ -251,8 +253,9 @@ impl BtreeTable {
         visible: &AtomicU64,
         ctx: &mut ReadContext,
     ) -> Result<Lookup> {
-        let newest = internal_key(user_key, SEQNO_MAX, KIND_SEEK);
-        let Some(leaf) = self.descend(Target::AtOrAfter(&newest), None, ctx)? else {
+        let newest = KeyRef::seek(user_key, SEQNO_MAX);
+        let epoch = crossbeam_epoch::pin();
+        let Some(leaf) = self.descend(Target::AtOrAfter(newest), None, ctx, &epoch)? else {
             return Ok(Lookup::Absent);
         };
         // Without a snapshot the seqno is read under the leaf's latch: the
@@ -260,8 +263,7 @@ impl BtreeTable {
         // below the visible seqno of that moment.
         let seqno = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
         let p = &leaf.guard.image;
-        let seek = internal_key(user_key, seqno, KIND_SEEK);
-        let pos = page::lower_bound(p, &seek, &mut ctx.keys_compared);
+        let pos = page::lower_bound(p, KeyRef::seek(user_key, seqno), &mut ctx.keys_compared);
         if pos < page::count(p) {
             let k = page::ikey(p, pos);
             return match ParsedKey::parse(k) {
@@ -270,7 +272,7 @@ impl BtreeTable {
                     Kind::Delete => Ok(Lookup::Absent),
                 },
                 Some(_) => Ok(Lookup::Absent),
-                None => Err(self.file.corrupt(leaf.guard.pgno, "bad key trailer")),
+                None => Err(self.file.corrupt(leaf.frame.pgno, "bad key trailer")),
             };
         }
         // Past the leaf's last key. The descent went to the leaf that holds

@@ -21,7 +21,7 @@ use super::page;
 use super::pager::{write_handed_back, Frame, WriteGuard};
 use super::{BtreeTable, Root};
 use crate::error::Result;
-use crate::mvcc::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::key::{self, internal_key, KeyRef, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -118,19 +118,22 @@ impl BtreeTable {
         cell: Vec<u8>,
     ) -> Result<()> {
         let mut root = self.root.write();
-        let mut guards: Vec<WriteGuard> = path.iter().map(|(f, _)| f.write_arc()).collect();
+        let mut guards: Vec<WriteGuard> = path.iter().map(|(f, _)| f.write()).collect();
         let mut carry: Option<(Vec<u8>, u64)> = None;
         for level in (0..guards.len()).rev() {
-            let Some(g) = guards.get_mut(level) else {
+            let (Some(g), Some((frame, _))) = (guards.get_mut(level), path.get(level)) else {
                 break;
             };
             g.dirty.store(true, Ordering::Release);
-            let this_pgno = g.pgno;
+            let this_pgno = frame.pgno;
             let p = &mut g.image;
             let is_leaf = page::kind(p) == page::KIND_LEAF;
             let mut unused = 0;
             let (pos, new_cell) = if is_leaf {
-                (page::lower_bound(p, ik, &mut unused), cell.clone())
+                (
+                    page::lower_bound(p, KeyRef::of(ik), &mut unused),
+                    cell.clone(),
+                )
             } else {
                 let Some((sep, right)) = carry.take() else {
                     break;
@@ -210,8 +213,8 @@ impl BtreeTable {
             let mut image = vec![0u8; self.file.image_len()];
             page::init(&mut image, page::KIND_BRANCH, root.pgno);
             page::insert(&mut image, 0, &page::branch_cell(&sep, right));
-            let frame = self.install_page(pgno, image);
-            *root = Root::new(pgno, root.height + 1, Some(frame));
+            self.install_page(pgno, image);
+            *root = Root::new(pgno, root.height + 1);
         }
         Ok(())
     }
@@ -264,10 +267,10 @@ impl BtreeTable {
         let mut guards: Vec<WriteGuard> = path
             .iter()
             .take(path.len() - 1)
-            .map(|(f, _)| f.write_arc())
+            .map(|(f, _)| f.write())
             .collect();
-        let mut lg = left.write_arc();
-        let rg = right.write_arc();
+        let mut lg = left.write();
+        let rg = right.write();
         if !fits(&lg.image, &rg.image) {
             return Ok(());
         }
@@ -297,13 +300,13 @@ impl BtreeTable {
             Some(rootg)
                 if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>
             {
-                Some((rootg.pgno, page::link(&rootg.image)))
+                Some((root.pgno, page::link(&rootg.image)))
             }
             _ => None,
         };
         drop(guards);
         if let Some((old, child)) = collapse {
-            *root = Root::new(child, root.height - 1, None);
+            *root = Root::new(child, root.height - 1);
             self.forget_page(st, old);
         }
     }
@@ -350,7 +353,7 @@ impl BtreeTable {
             return Ok(());
         };
         let pos = *pos;
-        if !st.untidy.contains(&leaf.read().pgno) {
+        if !st.untidy.contains(&leaf.pgno) {
             return Ok(());
         }
         let Some((parent, _)) = path.len().checked_sub(2).and_then(|i| path.get(i)) else {
@@ -358,7 +361,7 @@ impl BtreeTable {
             let mut g = leaf.write();
             self.prune(st, &mut g.image, horizon);
             g.dirty.store(true, Ordering::Release);
-            st.untidy.remove(&g.pgno);
+            st.untidy.remove(&leaf.pgno);
             return Ok(());
         };
         let (lo, children, before) = {
@@ -405,9 +408,9 @@ impl BtreeTable {
         let mut guards: Vec<WriteGuard> = path
             .iter()
             .take(path.len() - 1)
-            .map(|(f, _)| f.write_arc())
+            .map(|(f, _)| f.write())
             .collect();
-        let mut leaves: Vec<WriteGuard> = frames.iter().map(|f| f.write_arc()).collect();
+        let mut leaves: Vec<WriteGuard> = frames.iter().map(|f| f.write()).collect();
         if leaves
             .iter()
             .any(|g| page::kind(&g.image) != page::KIND_LEAF)

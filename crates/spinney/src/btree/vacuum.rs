@@ -76,7 +76,7 @@ impl BtreeTable {
             for route in chunk {
                 let path = self.write_path(st, route, horizon)?;
                 if let Some((leaf, _)) = path.last() {
-                    st.untidy.insert(leaf.read().pgno);
+                    st.untidy.insert(leaf.pgno);
                 }
                 drop(path);
                 write_handed_back(&self.cache);

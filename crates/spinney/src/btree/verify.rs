@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::format::{Checkpoint, FIRST_DATA_PAGE, HEADER_BYTES};
+use super::frames::FrameTable;
 use super::page::{self, Value};
 use super::pager::{read_run, PageCounters, PageFile};
 use super::BtreeTable;
@@ -181,6 +182,7 @@ fn read_header(fs: &dyn Fs, path: &Path) -> Result<(PageFile, Checkpoint)> {
         counters: PageCounters::default(),
         failed: parking_lot::Mutex::new(None),
         loading: parking_lot::Mutex::default(),
+        frames: FrameTable::default(),
     };
     Ok((pf, c))
 }

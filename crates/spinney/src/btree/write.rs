@@ -24,7 +24,7 @@ use super::pager::{write_handed_back, write_run, Frame};
 use super::reshape::last_key;
 use super::{BtreeTable, Root};
 use crate::error::Result;
-use crate::mvcc::key::{self, internal_key, Kind};
+use crate::mvcc::key::{self, internal_key, KeyRef, Kind};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -123,7 +123,7 @@ impl BtreeTable {
         let mut g = leaf.write();
         let p = &mut g.image;
         let mut unused = 0;
-        let pos = page::lower_bound(p, &ik, &mut unused);
+        let pos = page::lower_bound(p, KeyRef::of(&ik), &mut unused);
         if pos < page::count(p) && page::ikey(p, pos) == ik.as_slice() {
             // The same version again: a replay of the log over a page that
             // already holds it.
@@ -150,7 +150,7 @@ impl BtreeTable {
         self.prune(st, &mut g.image, horizon);
         g.dirty.store(true, Ordering::Release);
         let p = &mut g.image;
-        let pos = page::lower_bound(p, &ik, &mut unused);
+        let pos = page::lower_bound(p, KeyRef::of(&ik), &mut unused);
         // Split unless pruning left 1/32 of the page free (a little more
         // than the cell, so that a page of live data one cell from full is
         // not pruned again by every insert). A larger margin splits leaves
@@ -169,8 +169,8 @@ impl BtreeTable {
         let mut image = vec![0u8; self.file.image_len()];
         page::init(&mut image, page::KIND_LEAF, 0);
         page::insert(&mut image, 0, cell);
-        let frame = self.install_page(pgno, image);
-        *self.root.write() = Root::new(pgno, 1, Some(frame));
+        self.install_page(pgno, image);
+        *self.root.write() = Root::new(pgno, 1);
         Ok(())
     }
 
@@ -207,10 +207,14 @@ impl BtreeTable {
                 match page::kind(p) {
                     page::KIND_LEAF => (true, 0, 0),
                     page::KIND_BRANCH if path.len() + 1 < height as usize => {
-                        let pos = page::branch_position(p, ik, &mut ctx.keys_compared);
+                        let pos = page::branch_position(p, KeyRef::of(ik), &mut ctx.keys_compared);
                         (false, page::child_at(p, pos), pos)
                     }
-                    _ => return Err(self.file.corrupt(g.pgno, "tree is deeper than its height")),
+                    _ => {
+                        return Err(self
+                            .file
+                            .corrupt(frame.pgno, "tree is deeper than its height"))
+                    }
                 }
             };
             path.push((frame, pos_in_parent));
@@ -234,7 +238,7 @@ impl BtreeTable {
     ) -> Result<Arc<Frame>> {
         let (old_pgno, mut image) = {
             let g = old.read();
-            (g.pgno, g.image.clone())
+            (old.pgno, g.image.clone())
         };
         if page::kind(&image) == page::KIND_LEAF {
             self.prune(st, &mut image, horizon);
@@ -243,9 +247,7 @@ impl BtreeTable {
         let frame = self.install_page(pgno, image);
         match parent {
             None => {
-                let mut root = self.root.write();
-                root.pgno = pgno;
-                root.frame = Some(Arc::clone(&frame));
+                self.root.write().pgno = pgno;
             }
             Some(parent) => {
                 let mut pg = parent.write();

@@ -39,6 +39,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::counter::Striped;
+
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
 
@@ -76,6 +78,30 @@ pub(crate) trait Entry: Any + Send + Sync {
 
     /// Called when the clock evicted it (for its owner's counters).
     fn evicted(&self) {}
+
+    /// Called once it is in the map (under the shard's mutex): an entry
+    /// that readers also find another way (a B-tree page, through its
+    /// file's frame table) makes itself findable there.
+    fn cached(&self) {}
+
+    /// Asked when the hand would evict it, under the shard's mutex, after
+    /// `state` said `Clean`: an entry that readers may be using without a
+    /// handle takes itself out of their way and says yes, or says no if it
+    /// cannot now. Must not block.
+    fn try_leave(&self) -> bool {
+        true
+    }
+
+    /// The cache lets go of its handle (evicted, replaced, removed, or its
+    /// owner erased), under the shard's mutex. An entry that readers may
+    /// still be using without a handle defers the drop until they are done.
+    fn release(self: Arc<Self>) {}
+
+    /// Whether a reader used it without going through the cache since the
+    /// hand last asked (a second chance, as a hit gives); clears it.
+    fn take_touched(&self) -> bool {
+        false
+    }
 }
 
 /// An entry handed back for its owner to write: its key, itself, its charge.
@@ -125,6 +151,10 @@ pub(crate) struct Cache {
     handed_back: Mutex<Vec<HandedBack>>,
     /// The charges of `handed_back`.
     handed_back_bytes: AtomicU64,
+    /// Hits counted by readers that found their entry without the map (B-tree
+    /// pages found through a frame table): striped, as those readers share
+    /// nothing else.
+    hits_elsewhere: Striped,
 }
 
 impl std::fmt::Debug for Cache {
@@ -193,6 +223,7 @@ impl Cache {
             evictions: AtomicU64::new(0),
             handed_back: Mutex::new(Vec::new()),
             handed_back_bytes: AtomicU64::new(0),
+            hits_elsewhere: Striped::default(),
         }
     }
 
@@ -217,6 +248,11 @@ impl Cache {
         }
         drop(shard);
         found
+    }
+
+    /// Counts `n` hits made without the map (entries found another way).
+    pub(crate) fn count_hits(&self, n: u64) {
+        self.hits_elsewhere.add(n);
     }
 
     /// Inserts (or replaces) `key`, charging `charge` bytes, and evicts
@@ -268,7 +304,7 @@ impl Cache {
     }
 
     /// Drops `key` from the cache (a page that was freed); returns what it
-    /// held.
+    /// held (the cache has released its own handle).
     pub(crate) fn remove(&self, key: &CacheKey) -> Option<Arc<dyn Entry>> {
         let old = self.shard(key).lock().remove(key);
         let (entry, charge) = old.unzip();
@@ -348,7 +384,7 @@ impl Cache {
             // someone holding the entry.
             drop(entry);
             let e = &cached.entry;
-            if !same || e.state(Arc::strong_count(e) > 1) != State::Clean {
+            if !same || e.state(Arc::strong_count(e) > 1) != State::Clean || !e.try_leave() {
                 return;
             }
             shard.remove(&key)
@@ -380,11 +416,24 @@ impl Cache {
             misses += shard.misses;
         }
         CacheStats {
-            hits,
+            hits: hits + self.hits_elsewhere.get(),
             misses,
             evictions: self.evictions.load(Ordering::Relaxed),
             usage_bytes: self.usage.load(Ordering::Relaxed),
             capacity_bytes: self.capacity,
+        }
+    }
+}
+
+/// Every entry is released, as when it leaves: an entry that readers find
+/// another way is unpublished there before it can be freed.
+impl Drop for Cache {
+    fn drop(&mut self) {
+        for shard in &self.shards {
+            let mut shard = shard.lock();
+            for (_, cached) in shard.map.drain() {
+                cached.entry.release();
+            }
         }
     }
 }
@@ -409,6 +458,7 @@ impl Shard {
                 self.slots.len() - 1
             }
         };
+        entry.cached();
         self.map.insert(
             key,
             Cached {
@@ -420,13 +470,16 @@ impl Shard {
         );
     }
 
-    /// Removes `key`; returns its entry and charge if it was cached.
+    /// Removes `key`; returns its entry and charge if it was cached. The
+    /// cache's handle is released (`Entry::release`); the one returned is
+    /// another.
     fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
         let cached = self.map.remove(key)?;
         if let Some(s) = self.slots.get_mut(cached.slot) {
             s.key = None;
         }
         self.free.push(cached.slot);
+        Arc::clone(&cached.entry).release();
         Some((cached.entry, cached.charge))
     }
 
@@ -451,7 +504,7 @@ impl Shard {
             let Some(cached) = self.map.get_mut(&key) else {
                 continue;
             };
-            if cached.referenced {
+            if cached.referenced || cached.entry.take_touched() {
                 cached.referenced = false;
                 continue;
             }
@@ -461,6 +514,7 @@ impl Shard {
                 may_hand_back(cached.charge),
             ) {
                 Choice::Pass => {}
+                Choice::Evict if !e.try_leave() => {}
                 Choice::Evict => {
                     return match self.remove(&key) {
                         Some((entry, charge)) => {

@@ -119,6 +119,44 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     a_rest.cmp(b_rest)
 }
 
+/// An internal key given by its parts, so that a search for (user key,
+/// seqno) needs no key built in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyRef<'a> {
+    pub user_key: &'a [u8],
+    pub trailer: u64,
+}
+
+impl<'a> KeyRef<'a> {
+    /// The parts of internal key `ikey` (as `user_key` reads them: a key
+    /// too short for a trailer, which no validated source holds, reads as
+    /// an empty user key and a zero trailer).
+    pub(crate) fn of(ikey: &'a [u8]) -> KeyRef<'a> {
+        KeyRef {
+            user_key: user_key(ikey),
+            trailer: trailer(ikey),
+        }
+    }
+
+    /// The seek target for `user_key` at `seqno`: it sorts before every
+    /// version of the key at `seqno` or older.
+    pub(crate) fn seek(user_key: &'a [u8], seqno: u64) -> KeyRef<'a> {
+        KeyRef {
+            user_key,
+            trailer: pack_trailer(seqno, KIND_SEEK),
+        }
+    }
+}
+
+/// The order of internal key `a` against `b` (as `compare` orders them).
+#[inline]
+pub(crate) fn compare_to(a: &[u8], b: KeyRef<'_>) -> Ordering {
+    match compare_bytes(user_key(a), b.user_key) {
+        Ordering::Equal => b.trailer.cmp(&trailer(a)),
+        other => other,
+    }
+}
+
 /// The order of internal keys: user key ascending, then trailer descending.
 pub(crate) fn compare(a: &[u8], b: &[u8]) -> Ordering {
     match compare_bytes(user_key(a), user_key(b)) {
