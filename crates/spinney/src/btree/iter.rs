@@ -10,9 +10,10 @@
 //! then keeps every version the snapshot sees, and what the iterator read
 //! from one leaf stays consistent with what it reads from the next.
 
+use std::ops::Range;
 use std::sync::Arc;
 
-use super::page::{self, Value};
+use super::page;
 use super::read::Bounds;
 use super::{BtreeTable, Target};
 use crate::error::{Error, Result};
@@ -28,6 +29,10 @@ pub(crate) struct BtreeIter {
     overflow: Vec<(usize, Vec<u8>)>,
     pos: usize,
     valid: bool,
+    /// Where the current entry's internal key lies in `image`, and its
+    /// value if inline (None: in `overflow`), found once per position.
+    key_at: Range<usize>,
+    value_at: Option<Range<usize>>,
     /// The separators around the current leaf.
     bounds: Bounds,
     /// The separator the next leaf is looked up by (a buffer reused).
@@ -43,6 +48,8 @@ impl BtreeIter {
             overflow: Vec::new(),
             pos: 0,
             valid: false,
+            key_at: 0..0,
+            value_at: None,
             bounds: Bounds::default(),
             edge: Vec::new(),
             status: Ok(()),
@@ -86,11 +93,9 @@ impl BtreeIter {
         // their values are read.
         self.image.clone_from(&leaf.guard.image);
         self.overflow.clear();
-        for i in 0..page::count(&self.image) {
-            if page::is_overflow(&self.image, i) {
-                let v = self.table.read_value(page::value(&self.image, i), ctx)?;
-                self.overflow.push((i, v));
-            }
+        for i in page::overflow_cells(&self.image) {
+            let v = self.table.read_value(page::value(&self.image, i), ctx)?;
+            self.overflow.push((i, v));
         }
         drop(leaf);
         Ok(true)
@@ -101,6 +106,11 @@ impl BtreeIter {
             self.status = Err(e);
         }
         self.valid = false;
+    }
+
+    /// Records where the entry at `pos` lies (the iterator is valid).
+    fn locate(&mut self) {
+        (self.key_at, self.value_at) = page::leaf_parts(&self.image, self.pos);
     }
 
     /// Moves forward from the current leaf until a leaf with entries.
@@ -126,6 +136,7 @@ impl BtreeIter {
             }
         }
         self.valid = true;
+        self.locate();
     }
 
     /// Sets `pos` on the last entry below `bound` (all entries when None),
@@ -140,6 +151,7 @@ impl BtreeIter {
             if end > 0 && self.count() > 0 {
                 self.pos = end - 1;
                 self.valid = true;
+                self.locate();
                 return;
             }
             let Some(low) = self.bounds.low().map(<[u8]>::to_vec) else {
@@ -205,6 +217,7 @@ impl InternalIterator for BtreeIter {
         }
         if self.pos > 0 {
             self.pos -= 1;
+            self.locate();
             return;
         }
         // The last entry below this one: in an earlier leaf.
@@ -214,7 +227,7 @@ impl InternalIterator for BtreeIter {
 
     fn key(&self) -> &[u8] {
         if self.valid {
-            page::ikey(&self.image, self.pos)
+            self.image.get(self.key_at.clone()).unwrap_or_default()
         } else {
             &[]
         }
@@ -224,9 +237,9 @@ impl InternalIterator for BtreeIter {
         if !self.valid {
             return &[];
         }
-        match page::value(&self.image, self.pos) {
-            Value::Inline(v) => v,
-            Value::Overflow { .. } => self
+        match &self.value_at {
+            Some(inline) => self.image.get(inline.clone()).unwrap_or_default(),
+            None => self
                 .overflow
                 .binary_search_by_key(&self.pos, |o| o.0)
                 .ok()

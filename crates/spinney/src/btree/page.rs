@@ -37,6 +37,8 @@
 pub(crate) use super::format::{
     HEADER, KIND_BRANCH, KIND_FREE_MAP, KIND_LEAF, KIND_OVERFLOW, SLOT,
 };
+use std::ops::Range;
+
 use crate::mvcc::key::{self, KeyRef};
 
 /// The longest prefix a page header records.
@@ -248,10 +250,43 @@ pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
     }
 }
 
-/// Whether leaf cell `i` keeps its value in an overflow run (reads the
-/// cell's first field only).
-pub(crate) fn is_overflow(p: &[u8], i: usize) -> bool {
-    leaf_key_len(p.get(cell_offset(p, i)..).unwrap_or_default()).1
+/// Where leaf cell `i`'s parts lie in its page: its internal key, and its
+/// value if it is inline (None for a value in an overflow run). Empty
+/// ranges for a cell past the page, which a checked page does not have.
+pub(crate) fn leaf_parts(p: &[u8], i: usize) -> (Range<usize>, Option<Range<usize>>) {
+    let off = cell_offset(p, i);
+    let (klen, overflow) = leaf_key_len(p.get(off..).unwrap_or_default());
+    let key = off + 2..off + 2 + klen;
+    if key.end > p.len() {
+        return (0..0, Some(0..0));
+    }
+    if overflow {
+        return (key, None);
+    }
+    let vlen = u16_at(p, key.end);
+    let value = key.end + 2..key.end + 2 + vlen;
+    if value.end > p.len() {
+        return (key, Some(0..0));
+    }
+    (key, Some(value))
+}
+
+/// The positions of a leaf's cells whose values are in overflow runs, read
+/// off the slots and each cell's first two bytes.
+pub(crate) fn overflow_cells(p: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let n = count(p);
+    let slots = p.get(HEADER..HEADER + n * SLOT).unwrap_or_default();
+    slots
+        .as_chunks::<SLOT>()
+        .0
+        .iter()
+        .enumerate()
+        .filter(move |(_, s)| {
+            // The key length's top bit, in the second byte (little-endian).
+            let off = usize::from(u16::from_le_bytes([s[0], s[1]]));
+            p.get(off + 1).is_some_and(|b| b & 0x80 != 0)
+        })
+        .map(|(i, _)| i)
 }
 
 /// Points overflow cell `i` of a leaf at a run starting at `first`.

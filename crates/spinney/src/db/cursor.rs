@@ -88,33 +88,43 @@ macro_rules! each {
 }
 
 impl InternalIterator for TableIter {
+    #[inline]
     fn valid(&self) -> bool {
         each!(self, it => it.valid())
     }
+    #[inline]
     fn seek_to_first(&mut self) {
         each!(self, it => it.seek_to_first())
     }
+    #[inline]
     fn seek_to_last(&mut self) {
         each!(self, it => it.seek_to_last())
     }
+    #[inline]
     fn seek(&mut self, target: &[u8]) {
         each!(self, it => it.seek(target))
     }
+    #[inline]
     fn next(&mut self) {
         each!(self, it => it.next())
     }
+    #[inline]
     fn prev(&mut self) {
         each!(self, it => it.prev())
     }
+    #[inline]
     fn key(&self) -> &[u8] {
         each!(self, it => it.key())
     }
+    #[inline]
     fn value(&self) -> &[u8] {
         each!(self, it => it.value())
     }
+    #[inline]
     fn status(&self) -> Result<()> {
         each!(self, it => it.status())
     }
+    #[inline]
     fn sources(&self) -> usize {
         each!(self, it => it.sources())
     }

@@ -2,10 +2,12 @@
 //! visible at the cursor's snapshot, tombstones hidden, within bounds, both
 //! directions. The logic follows LevelDB's DBIter.
 //!
-//! Moving forward, the inner iterator sits on the entry the cursor shows.
-//! Moving backward, it sits just before every entry of the key the cursor
-//! shows (the cursor's key and value are copies). Changing direction
-//! repositions it.
+//! Moving forward, the inner iterator sits on the entry the cursor shows,
+//! and the cursor's key and value are the iterator's (no copy; a step
+//! copies the key it leaves, to skip that key's older versions). Moving
+//! backward, it sits just before every entry of the key the cursor shows
+//! (the cursor's key and value are copies). Changing direction repositions
+//! it.
 //!
 //! This is the user-level cursor: each public seek and step is one operation
 //! for the thread's `ReadContext`; the repositionings it does on its own
@@ -14,7 +16,7 @@
 use std::ops::Bound;
 
 use super::iter::InternalIterator;
-use super::key::{internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use super::key::{self, internal_key, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
 use crate::error::{Error, Result};
 use crate::read_context::{self, ReadContext};
 
@@ -33,7 +35,10 @@ pub(crate) struct UserCursor<I> {
     upper: Bound<Vec<u8>>,
     direction: Direction,
     valid: bool,
+    /// Moving forward: the last key stepped past or deleted, whose older
+    /// versions are skipped. Moving backward: the key shown.
     key: Vec<u8>,
+    /// Moving backward: the value shown.
     value: Vec<u8>,
     error: Option<Error>,
 }
@@ -63,11 +68,17 @@ impl<I: InternalIterator> UserCursor<I> {
     }
 
     pub(crate) fn key(&self) -> &[u8] {
-        &self.key
+        match self.direction {
+            Direction::Forward if self.valid => key::user_key(self.iter.key()),
+            _ => &self.key,
+        }
     }
 
     pub(crate) fn value(&self) -> &[u8] {
-        &self.value
+        match self.direction {
+            Direction::Forward if self.valid => self.iter.value(),
+            _ => &self.value,
+        }
     }
 
     pub(crate) fn status(&self) -> Result<()> {
@@ -116,10 +127,10 @@ impl<I: InternalIterator> UserCursor<I> {
         self.valid = false;
     }
 
-    /// Moves forward from the inner position to the first visible put. If
-    /// `skipping`, every entry of `self.key` (a key already shown) is
-    /// skipped; so are those of each deleted key met on the way. The key
-    /// and value are copied into buffers the cursor reuses.
+    /// Moves forward from the inner position to the first visible put,
+    /// where the iterator stays. If `skipping`, every entry of `self.key` (a
+    /// key already shown) is skipped; so are those of each deleted key met
+    /// on the way (copied into `self.key`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.direction = Direction::Forward;
         self.valid = false;
@@ -130,14 +141,14 @@ impl<I: InternalIterator> UserCursor<I> {
             if self.above_upper(p.user_key) {
                 break;
             }
-            if p.seqno <= self.snapshot && !(skipping && p.user_key == self.key.as_slice()) {
-                self.key.clear();
-                self.key.extend_from_slice(p.user_key);
+            if p.seqno <= self.snapshot && !(skipping && key::equal_bytes(p.user_key, &self.key)) {
                 match p.kind {
-                    Kind::Delete => skipping = true,
+                    Kind::Delete => {
+                        self.key.clear();
+                        self.key.extend_from_slice(p.user_key);
+                        skipping = true;
+                    }
                     Kind::Put => {
-                        self.value.clear();
-                        self.value.extend_from_slice(self.iter.value());
                         self.valid = true;
                         return;
                     }
@@ -279,10 +290,17 @@ impl<I: InternalIterator> UserCursor<I> {
             return;
         }
         Self::count_step();
-        if self.direction == Direction::Reverse {
+        match self.direction {
             // The inner iterator is before the current key's entries.
-            self.iter
-                .seek(&internal_key(&self.key, SEQNO_MAX, KIND_SEEK));
+            Direction::Reverse => self
+                .iter
+                .seek(&internal_key(&self.key, SEQNO_MAX, KIND_SEEK)),
+            // It is on the current key's newest visible version: the key's
+            // older versions are skipped.
+            Direction::Forward => {
+                self.key.clear();
+                self.key.extend_from_slice(key::user_key(self.iter.key()));
+            }
         }
         self.find_next_user_entry(true);
     }
@@ -294,7 +312,7 @@ impl<I: InternalIterator> UserCursor<I> {
         Self::count_step();
         if self.direction == Direction::Forward {
             // Step back over every entry of the current key.
-            let current = self.key.clone();
+            let current = key::user_key(self.iter.key()).to_vec();
             self.position_before(&current, false);
             if self.check_error() {
                 return;

@@ -113,10 +113,16 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
         }
     }
     // At least one of the two has fewer than eight bytes left; the chunks
-    // consumed so far were equal, so compare what is left of each.
+    // consumed so far were equal, so compare what is left of each, a byte
+    // at a time (seven at most before one ends).
     let done = a.len().min(b.len()) / 8 * 8;
     let (a_rest, b_rest) = (a.get(done..).unwrap_or(&[]), b.get(done..).unwrap_or(&[]));
-    a_rest.cmp(b_rest)
+    for (x, y) in a_rest.iter().zip(b_rest) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a_rest.len().cmp(&b_rest.len())
 }
 
 /// An internal key given by its parts, so that a search for (user key,
@@ -155,6 +161,13 @@ pub(crate) fn compare_to(a: &[u8], b: KeyRef<'_>) -> Ordering {
         Ordering::Equal => b.trailer.cmp(&trailer(a)),
         other => other,
     }
+}
+
+/// Whether two strings are equal, compared as `compare_bytes` does (without
+/// a call to the C library for short keys).
+#[inline]
+pub(crate) fn equal_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && compare_bytes(a, b).is_eq()
 }
 
 /// The order of internal keys: user key ascending, then trailer descending.
