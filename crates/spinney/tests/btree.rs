@@ -1275,6 +1275,70 @@ fn a_get_sees_every_commit_acknowledged_before_it_while_a_tiny_cache_evicts() {
     assert!(cache.evictions > 1000, "{cache:?}");
 }
 
+#[test]
+fn a_cursor_shows_its_own_state_while_its_leaves_change_and_are_freed() {
+    // Goal: a cursor holds no latch between calls; as it steps, the leaves
+    // around it take new keys, lose keys, split, and are copied and freed
+    // by the writer after checkpoints. Every step, both ways, must show
+    // exactly the keys as they were when the cursor was made. Method: even
+    // keys; a cursor stands in the middle; between its steps, odd keys are
+    // written and even keys deleted around it (its own leaf and the next),
+    // and every seventh step a checkpoint makes the next writes copy their
+    // leaves; each step is checked against the model.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let t = db.create_table("t", btree(4096)).expect("create");
+    let mut fill = WriteBatch::new();
+    for i in (0..4000u32).step_by(2) {
+        fill.put(&t, &key(i), format!("v{i}").as_bytes());
+    }
+    db.write(fill).expect("fill");
+    assert!(shape(&t).leaf_pages > 10, "{:?}", shape(&t));
+    let want = |i: u32| (key(i), format!("v{i}").into_bytes());
+    for backward in [false, true] {
+        let mut c = t.cursor().expect("cursor");
+        let mut i = 2000u32;
+        c.seek(&key(i));
+        let mut round = 0u32;
+        loop {
+            assert!(c.valid(), "at {i}");
+            assert_eq!(
+                (c.key().to_vec(), c.value().to_vec()),
+                want(i),
+                "backward {backward}"
+            );
+            // Change the leaves around the cursor, and now and then free
+            // them: the first write after a checkpoint copies a leaf.
+            round += 1;
+            let mut b = WriteBatch::new();
+            for d in [1u32, 3, 5, 41, 81] {
+                let j = if backward { i.saturating_sub(d) } else { i + d };
+                b.put(&t, &key(j), b"new");
+            }
+            let gone = if backward { i.saturating_sub(4) } else { i + 4 };
+            b.delete(&t, &key(gone));
+            db.write(b).expect("write");
+            if round % 7 == 0 {
+                db.checkpoint().expect("checkpoint");
+            }
+            if backward {
+                if i == 1000 {
+                    break;
+                }
+                c.prev();
+                i -= 2;
+            } else {
+                if i == 3000 {
+                    break;
+                }
+                c.next();
+                i += 2;
+            }
+        }
+        c.status().expect("status");
+    }
+}
+
 /// Holds one page read (after it has read) or write (before it writes) of a
 /// B-tree file until released, so that a test can run other operations in
 /// the middle of it.
