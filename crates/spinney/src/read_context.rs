@@ -211,6 +211,19 @@ pub(crate) fn add(counts: &ReadContext) {
     }
 }
 
+/// Counts one cursor step (`nexts`) if the thread counts: the one counter a
+/// step adds to, alone.
+#[inline]
+pub(crate) fn add_step() {
+    if enabled() {
+        COUNTS.with(|c| {
+            let mut counts = c.get();
+            counts.nexts = counts.nexts.wrapping_add(1);
+            c.set(counts);
+        });
+    }
+}
+
 /// The part of `add` that runs only while counting, kept out of line so the
 /// read paths stay small.
 #[inline(never)]

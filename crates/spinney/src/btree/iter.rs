@@ -10,6 +10,7 @@
 //! then keeps every version the snapshot sees, and what the iterator read
 //! from one leaf stays consistent with what it reads from the next.
 
+use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -20,6 +21,17 @@ use crate::error::{Error, Result};
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::KeyRef;
 use crate::read_context::{self, ReadContext};
+
+thread_local! {
+    /// Leaf buffers of this thread's dropped iterators, for its next ones:
+    /// an iterator made for each seek (as db_bench's are) otherwise
+    /// allocates and frees a page each time, and a page is past the sizes
+    /// the allocator keeps per thread.
+    static SPARE_IMAGES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most leaf buffers a thread keeps for later iterators.
+const SPARE_IMAGES_MAX: usize = 4;
 
 pub(crate) struct BtreeIter {
     table: Arc<BtreeTable>,
@@ -42,9 +54,14 @@ pub(crate) struct BtreeIter {
 
 impl BtreeIter {
     pub(crate) fn new(table: Arc<BtreeTable>) -> BtreeIter {
+        let image = SPARE_IMAGES
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         BtreeIter {
             table,
-            image: Vec::new(),
+            image,
             overflow: Vec::new(),
             pos: 0,
             valid: false,
@@ -164,6 +181,22 @@ impl BtreeIter {
             }
             bound = Some(low);
         }
+    }
+}
+
+impl Drop for BtreeIter {
+    fn drop(&mut self) {
+        if self.image.capacity() == 0 {
+            return;
+        }
+        let image = std::mem::take(&mut self.image);
+        let _ = SPARE_IMAGES.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < SPARE_IMAGES_MAX {
+                    s.push(image);
+                }
+            }
+        });
     }
 }
 

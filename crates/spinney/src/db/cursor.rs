@@ -171,43 +171,53 @@ pub(super) enum Pin {
 
 impl Cursor {
     /// True when on an entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.inner.valid()
     }
     /// The current key. Empty when not valid.
+    #[inline]
     pub fn key(&self) -> &[u8] {
         self.inner.key()
     }
     /// The current value. Empty when not valid.
+    #[inline]
     pub fn value(&self) -> &[u8] {
         self.inner.value()
     }
     /// The first entry.
+    #[inline]
     pub fn seek_to_first(&mut self) {
         self.inner.seek_to_first()
     }
     /// The last entry.
+    #[inline]
     pub fn seek_to_last(&mut self) {
         self.inner.seek_to_last()
     }
     /// The first entry with a key `>= key`.
+    #[inline]
     pub fn seek(&mut self, key: &[u8]) {
         self.inner.seek(key)
     }
     /// The last entry with a key `<= key`.
+    #[inline]
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.inner.seek_for_prev(key)
     }
     /// The next entry.
+    #[inline]
     pub fn next(&mut self) {
         self.inner.next()
     }
     /// The previous entry.
+    #[inline]
     pub fn prev(&mut self) {
         self.inner.prev()
     }
     /// The error that stopped the cursor, if any. Check it when `valid()`
     /// turns false: a corrupt block ends iteration with an error, not silently.
+    #[inline]
     pub fn status(&self) -> Result<()> {
         self.inner.status()
     }

@@ -67,17 +67,23 @@ impl<I: InternalIterator> UserCursor<I> {
         self.valid
     }
 
+    /// The key shown (empty when not valid).
+    #[inline]
     pub(crate) fn key(&self) -> &[u8] {
-        match self.direction {
-            Direction::Forward if self.valid => key::user_key(self.iter.key()),
-            _ => &self.key,
+        match (self.valid, self.direction) {
+            (false, _) => &[],
+            (true, Direction::Forward) => key::user_key(self.iter.key()),
+            (true, Direction::Reverse) => &self.key,
         }
     }
 
+    /// The value shown (empty when not valid).
+    #[inline]
     pub(crate) fn value(&self) -> &[u8] {
-        match self.direction {
-            Direction::Forward if self.valid => self.iter.value(),
-            _ => &self.value,
+        match (self.valid, self.direction) {
+            (false, _) => &[],
+            (true, Direction::Forward) => self.iter.value(),
+            (true, Direction::Reverse) => &self.value,
         }
     }
 
@@ -229,10 +235,7 @@ impl<I: InternalIterator> UserCursor<I> {
 
     /// Counts one step in the thread's `ReadContext`.
     fn count_step() {
-        read_context::add(&ReadContext {
-            nexts: 1,
-            ..ReadContext::default()
-        });
+        read_context::add_step();
     }
 
     pub(crate) fn seek_to_first(&mut self) {
@@ -270,7 +273,8 @@ impl<I: InternalIterator> UserCursor<I> {
             return self.first();
         }
         self.error = None;
-        self.iter.seek(&internal_key(key, SEQNO_MAX, KIND_SEEK));
+        let iter = &mut self.iter;
+        key::with_internal_key(key, SEQNO_MAX, KIND_SEEK, |target| iter.seek(target));
         self.find_next_user_entry(false);
     }
 

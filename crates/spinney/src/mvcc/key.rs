@@ -59,6 +59,27 @@ pub(crate) fn internal_key(user_key: &[u8], seqno: u64, kind: Kind) -> Vec<u8> {
     k
 }
 
+/// Runs `f` on the internal key for `(user_key, seqno, kind)`, built on the
+/// stack when it is short (most are), so that a seek allocates nothing.
+pub(crate) fn with_internal_key<R>(
+    user_key: &[u8],
+    seqno: u64,
+    kind: Kind,
+    f: impl FnOnce(&[u8]) -> R,
+) -> R {
+    let mut buf = [0u8; 64];
+    let len = user_key.len() + TRAILER_BYTES;
+    match buf.get_mut(..len) {
+        Some(dst) => {
+            let (uk, tr) = dst.split_at_mut(user_key.len());
+            uk.copy_from_slice(user_key);
+            tr.copy_from_slice(&pack_trailer(seqno, kind).to_le_bytes());
+            f(dst)
+        }
+        None => f(&internal_key(user_key, seqno, kind)),
+    }
+}
+
 /// An internal key split into its parts. Only built from keys that were
 /// validated (`ParsedKey::parse` returns None for a key too short or with an
 /// unknown kind).
@@ -226,6 +247,17 @@ mod tests {
         // A key that is a prefix of another sorts first whatever its trailer.
         let ab = internal_key(b"ab", 1, Kind::Put);
         assert_eq!(compare(&a, &ab), Ordering::Less);
+    }
+
+    #[test]
+    fn internal_keys_built_on_the_stack_or_the_heap_are_the_same() {
+        // Goal: the stack buffer's edge (keys that just fit, and one byte
+        // more) changes nothing.
+        for len in [0usize, 1, 55, 56, 57, 200] {
+            let uk = vec![b'k'; len];
+            let got = with_internal_key(&uk, 77, Kind::Delete, <[u8]>::to_vec);
+            assert_eq!(got, internal_key(&uk, 77, Kind::Delete), "{len}");
+        }
     }
 
     #[test]
