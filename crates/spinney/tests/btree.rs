@@ -1318,7 +1318,7 @@ fn a_cursor_shows_its_own_state_while_its_leaves_change_and_are_freed() {
             let gone = if backward { i.saturating_sub(4) } else { i + 4 };
             b.delete(&t, &key(gone));
             db.write(b).expect("write");
-            if round % 7 == 0 {
+            if round.is_multiple_of(7) {
                 db.checkpoint().expect("checkpoint");
             }
             if backward {
