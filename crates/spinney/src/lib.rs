@@ -86,7 +86,7 @@ pub mod bench_support {
     use crate::lsm::memtable::{MemGet, MemTable as Inner};
     use crate::mvcc::key::Kind;
 
-    /// A memtable, for benchmarks.
+    /// A memtable without a key filter (the skiplist alone), for benchmarks.
     pub struct MemTable(Inner);
 
     impl MemTable {
@@ -95,7 +95,7 @@ pub mod bench_support {
             reason = "a wrapper for benchmarks, not an API: nothing wants a Default"
         )]
         pub fn new() -> MemTable {
-            MemTable(Inner::new())
+            MemTable(Inner::new(0))
         }
 
         /// Adds a put of `user_key` at `seqno`; one writer at a time.

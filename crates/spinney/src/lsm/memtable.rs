@@ -31,6 +31,14 @@
 //! sees all of its bytes. A reader may or may not see an entry that is being
 //! added while it runs.
 //!
+//! A memtable of a table with bloom filters also keeps a filter of the user
+//! keys it holds (`KeyFilter`): a get for a key it does not hold, which is
+//! most gets once a table's data is mostly in SSTs, answers from one load
+//! instead of a skiplist search, a cache miss per level. (RocksDB's
+//! `memtable_whole_key_filtering`, there off by default.) Measured on 2M
+//! keys read right after an overwrite (8 MiB write buffer): the skiplist
+//! search was 28% of a readrandom's time.
+//!
 //! Searches count their key comparisons for the thread's `ReadContext` only
 //! when the thread counts: the flag is checked once per search and picks one
 //! of two compiled forms of the search loop (`COUNT`), so that with counting
@@ -42,13 +50,14 @@ use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as MemOrder};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
+use crate::lsm::sst::filter;
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{self, Kind, KIND_SEEK, SEQNO_MAX, TRAILER_BYTES};
 use crate::read_context::{self, ReadContext};
@@ -94,6 +103,61 @@ pub(crate) enum MemGet {
     Deleted,
 }
 
+/// Bytes of a memtable's key filter per byte of its write buffer: a 64th,
+/// 128 KiB for the default 8 MiB buffer, about 15 bits per key of 116-byte
+/// entries and 4 per key of the smallest.
+pub(crate) const FILTER_DIVISOR: usize = 64;
+
+/// A filter of the user keys added to a memtable: a bloom filter with one
+/// 64-bit word per key, four of whose bits the key's hash sets (one word to
+/// load to answer, one to change to add; false positives near 2% at 15 bits
+/// a key, 10% at 6). Written by the memtable's one writer before the entry
+/// is linked; readers load words with Relaxed ordering, which is enough: a
+/// reader looks for entries at or below the visible seqno, published with
+/// Release after the entries (and their bits) were added.
+struct KeyFilter {
+    words: Box<[AtomicU64]>,
+}
+
+impl KeyFilter {
+    /// A filter of about `bytes` (a power of two of 64-bit words), or None
+    /// when that is less than a word.
+    fn new(bytes: usize) -> Option<KeyFilter> {
+        let words = (bytes / 8)
+            .checked_next_power_of_two()
+            .filter(|&w| w > 0 && bytes >= 8)?;
+        Some(KeyFilter {
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+
+    /// The word of `user_key` and the bits it sets there.
+    #[inline]
+    fn probe(&self, user_key: &[u8]) -> (Option<&AtomicU64>, u64) {
+        let h = filter::hash_user_key(user_key);
+        let word = self.words.get(h as usize & (self.words.len() - 1));
+        let bits = (40..64)
+            .step_by(6)
+            .fold(0u64, |m, shift| m | 1 << ((h >> shift) & 63));
+        (word, bits)
+    }
+
+    /// Adds `user_key`. One writer at a time (the memtable's).
+    fn add(&self, user_key: &[u8]) {
+        if let (Some(w), bits) = self.probe(user_key) {
+            w.store(w.load(MemOrder::Relaxed) | bits, MemOrder::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        match self.probe(user_key) {
+            (Some(w), bits) => w.load(MemOrder::Relaxed) & bits == bits,
+            (None, _) => true,
+        }
+    }
+}
+
 pub(crate) struct MemTable {
     /// The head node, the first allocation of the arena.
     head: NonNull<u8>,
@@ -107,6 +171,8 @@ pub(crate) struct MemTable {
     bytes: AtomicUsize,
     /// Everything only the writer touches, the arena included.
     writer: Mutex<Writer>,
+    /// The user keys added, if the memtable keeps a filter.
+    filter: Option<KeyFilter>,
 }
 
 // SAFETY: `head` and every node reachable from it live in chunks owned by
@@ -119,7 +185,8 @@ unsafe impl Send for MemTable {}
 unsafe impl Sync for MemTable {}
 
 impl MemTable {
-    pub(crate) fn new() -> MemTable {
+    /// An empty memtable, with a key filter of `filter_bytes` (0: none).
+    pub(crate) fn new(filter_bytes: usize) -> MemTable {
         let mut writer = Writer {
             arena: Arena {
                 chunks: Vec::new(),
@@ -139,6 +206,7 @@ impl MemTable {
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(consumed),
             writer: Mutex::new(writer),
+            filter: KeyFilter::new(filter_bytes),
         }
     }
 
@@ -154,6 +222,9 @@ impl MemTable {
         let trailer = key::pack_trailer(seqno, kind);
 
         let mut writer = self.writer.lock();
+        if let Some(f) = &self.filter {
+            f.add(user_key);
+        }
         let height = writer.random_height();
         let (ptr, consumed) =
             writer
@@ -203,6 +274,18 @@ impl MemTable {
 
     /// The newest entry for `user_key` with seqno <= `snapshot`, if any.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Option<MemGet> {
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.may_contain(user_key))
+        {
+            // Consulted, as a tree searched, with no key compared.
+            read_context::add(&ReadContext {
+                trees_searched: 1,
+                ..ReadContext::default()
+            });
+            return None;
+        }
         // A snapshot past the largest seqno sees everything; clamping keeps
         // the shift in the trailer from dropping bits.
         let trailer = key::pack_trailer(snapshot.min(SEQNO_MAX), KIND_SEEK);
@@ -757,8 +840,41 @@ mod tests {
     }
 
     #[test]
+    fn a_key_filter_never_hides_a_key_and_rules_out_most_others() {
+        // Goal: gets through a memtable with a key filter answer exactly as
+        // without one, for keys held (at every snapshot) and not; and the
+        // filter rules out most keys not held. Method: the same entries in
+        // two memtables, one with a small filter (about 4 bits a key) and
+        // one with none.
+        let with = MemTable::new(1024);
+        let without = MemTable::new(0);
+        let held: Vec<Vec<u8>> = (0..2000u32)
+            .map(|i| format!("held{i}").into_bytes())
+            .collect();
+        for (i, k) in held.iter().enumerate() {
+            let seqno = i as u64 + 1;
+            with.add(seqno, Kind::Put, k, b"v");
+            without.add(seqno, Kind::Put, k, b"v");
+        }
+        for (i, k) in held.iter().enumerate() {
+            for snapshot in [i as u64, i as u64 + 1, u64::MAX] {
+                assert_eq!(with.get(k, snapshot), without.get(k, snapshot), "{i}");
+            }
+        }
+        let filter = with.filter.as_ref().expect("a filter");
+        let passed = (0..10_000u32)
+            .filter(|i| filter.may_contain(format!("other{i}").as_bytes()))
+            .count();
+        assert!(
+            passed < 5_000,
+            "{passed} of 10000 absent keys passed the filter"
+        );
+        assert!(KeyFilter::new(7).is_none() && MemTable::new(0).filter.is_none());
+    }
+
+    #[test]
     fn empty_memtable_has_no_entries() {
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(0));
         assert_eq!(table.len(), 0);
         assert_eq!(table.get(b"k", u64::MAX), None);
         let mut it = table.iter();
@@ -782,7 +898,7 @@ mod tests {
         // like a BTreeMap ordered by key::compare. Method: many versions of
         // few user keys (the empty key included), seqnos in random order.
         let mut rng = SmallRng::seed_from_u64(0x5EED_0001);
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(0));
         let mut model = BTreeMap::new();
         // Under miri (which checks the arena's and the list's unsafe code,
         // and runs a thousand times slower), a smaller model.
@@ -864,7 +980,7 @@ mod tests {
         // form counts. Method: random keys in a memtable of 2,000 entries,
         // each searched both ways in both forms.
         let mut rng = SmallRng::seed_from_u64(0x5EED_0002);
-        let table = MemTable::new();
+        let table = MemTable::new(0);
         for seqno in 1..=if cfg!(miri) { 300 } else { 2_000u64 } {
             let user_key: Vec<u8> = (0..3).map(|_| rng.gen_range(b'a'..b'k')).collect();
             table.add(seqno, Kind::Put, &user_key, b"");
@@ -888,7 +1004,7 @@ mod tests {
     fn get_picks_newest_version_at_snapshot() {
         // Goal: get honours snapshots across puts and deletes. Method: a
         // hand-written history of one key next to a neighbour.
-        let table = MemTable::new();
+        let table = MemTable::new(0);
         table.add(10, Kind::Put, b"k", b"v10");
         table.add(20, Kind::Delete, b"k", b"");
         table.add(30, Kind::Put, b"k", b"v30");
@@ -916,7 +1032,7 @@ mod tests {
     fn iterates_both_ways_and_seeks() {
         // Goal: a hand-checked walk: versions newest first, seek between
         // versions, prev across user keys, off both ends.
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(0));
         table.add(1, Kind::Put, b"a", b"a1");
         table.add(3, Kind::Put, b"b", b"b3");
         table.add(2, Kind::Delete, b"b", b"");
@@ -969,7 +1085,7 @@ mod tests {
     fn value_larger_than_a_chunk_gets_its_own() {
         // Goal: entries too big for a chunk are stored whole, between small
         // ones, and the largest key and value the limits allow fit.
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(0));
         let big: Vec<u8> = (0..3 * CHUNK_BYTES).map(|i| (i % 251) as u8).collect();
         let long_key = vec![0xFFu8; KEY_BYTES_MAX];
         table.add(1, Kind::Put, b"a", b"small");
@@ -1003,7 +1119,7 @@ mod tests {
         } else {
             (30_000u64, 50)
         };
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(0));
         let value = vec![1u8; value_len];
         for i in 0..entries {
             table.add(i + 1, Kind::Put, &i.to_be_bytes(), &value);
@@ -1033,7 +1149,7 @@ mod tests {
         // Smaller under miri, which explores the threads' interleavings.
         const ENTRIES: u64 = if cfg!(miri) { 400 } else { 20_000 };
         const READERS: usize = if cfg!(miri) { 2 } else { 3 };
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(0));
         let done = Arc::new(AtomicBool::new(false));
 
         let check_entry = |k: &[u8], v: &[u8]| {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::compaction::{self, Busy, OutputRange};
-use super::memtable::{MemGet, MemTable};
+use super::memtable::{self, MemGet, MemTable};
 use super::sst::{SstBuilder, SstInfo, SstOptions};
 use super::version::{Lookup, Version};
 use crate::counter::Striped;
@@ -38,9 +38,16 @@ pub(crate) struct Mem {
 }
 
 impl Mem {
-    pub(crate) fn new() -> Mem {
+    /// An empty memtable for a table with `options` (a key filter if its
+    /// SSTs have bloom filters).
+    pub(crate) fn new(options: &TableOptions) -> Mem {
+        let filter_bytes = if options.bloom_bits_per_key > 0 {
+            options.write_buffer_size / memtable::FILTER_DIVISOR
+        } else {
+            0
+        };
         Mem {
-            table: Arc::new(MemTable::new()),
+            table: Arc::new(MemTable::new(filter_bytes)),
             first_seqno: AtomicU64::new(u64::MAX),
             last_seqno: AtomicU64::new(0),
         }
@@ -131,7 +138,7 @@ impl LsmTable {
         persisted_seqno: u64,
     ) -> LsmTable {
         let sv = SuperVersion {
-            mem: Arc::new(Mem::new()),
+            mem: Arc::new(Mem::new(&options)),
             imms: Vec::new(),
             pressure: Pressure::of(&version, &options),
             version: Arc::new(version),
@@ -173,7 +180,7 @@ impl LsmTable {
             return false;
         }
         // Made before the lock: readers and the jobs' installs take it.
-        let fresh = Arc::new(Mem::new());
+        let fresh = Arc::new(Mem::new(&self.options));
         let mut sv = self.sv.lock();
         let mut imms = sv.imms.clone();
         imms.push(Arc::clone(&sv.mem));
