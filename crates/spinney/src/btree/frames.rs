@@ -16,9 +16,10 @@
 //! has latched it checks the mark and, if it is set, looks again.
 //!
 //! Layout: a radix tree of three levels of slots (256 x 1024 x 1024: page
-//! numbers below 2^28, 2 TiB of 8 KiB pages). The inner arrays are
-//! allocated on first use and kept until the file is closed: 8 bytes per
-//! page of the file's range, 8 KiB per 1024 pages. Pages beyond the range
+//! numbers below 2^28, 2 TiB of 8 KiB pages). The top level is inline; the
+//! inner arrays are allocated on first use and kept until the file is
+//! closed: 16 bytes per page of the file's range (the frame, and its
+//! image's address beside it), 16 KiB per 1024 pages. Pages beyond the range
 //! are not published; their readers go through the cache.
 //!
 //! Thread-safety: lock-free. A missing level is allocated and installed
@@ -39,31 +40,29 @@ const LOW_LEN: usize = 1 << LOW_BITS;
 /// Page numbers at or above this are not published.
 pub(crate) const PAGES_MAX: u64 = (TOP_LEN * MID_LEN * LOW_LEN) as u64;
 
-/// An array of `N` null atomic pointers, on the heap.
-fn slots<T, const N: usize>() -> Box<[AtomicPtr<T>; N]> {
-    Box::new(std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())))
+/// A slot: a frame, and the address of its image beside it (in the same
+/// line, so that one load brings both).
+struct Slot {
+    frame: AtomicPtr<Frame>,
+    image: AtomicUsize,
 }
 
 /// The middle level: pointers to the low arrays.
-struct Mid {
-    lows: Box<[AtomicPtr<Low>; MID_LEN]>,
-}
+type Mid = [AtomicPtr<Low>; MID_LEN];
 
-/// The low level: pointers to frames, and beside each the address of its
-/// page image (a hint: a reader prefetches the image's first lines while
-/// it loads the frame, instead of after).
-struct Low {
-    frames: Box<[AtomicPtr<Frame>; LOW_LEN]>,
-    images: Box<[AtomicUsize; LOW_LEN]>,
-}
+/// The low level: the slots.
+type Low = [Slot; LOW_LEN];
 
 pub(crate) struct FrameTable {
-    top: Box<[AtomicPtr<Mid>; TOP_LEN]>,
+    /// The top level, inline: one load from the file's own struct.
+    top: [AtomicPtr<Mid>; TOP_LEN],
 }
 
 impl Default for FrameTable {
     fn default() -> FrameTable {
-        FrameTable { top: slots() }
+        FrameTable {
+            top: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        }
     }
 }
 
@@ -88,13 +87,13 @@ fn indexes(pgno: u64) -> (usize, usize, usize) {
 /// The array `slot` points to, allocated and installed if it is missing
 /// and `create`.
 #[inline]
-fn level<T>(slot: &AtomicPtr<T>, create: bool, new: impl FnOnce() -> T) -> Option<&T> {
+fn level<T>(slot: &AtomicPtr<T>, create: bool, new: impl FnOnce() -> Box<T>) -> Option<&T> {
     let mut p = slot.load(Ordering::Acquire);
     if p.is_null() {
         if !create {
             return None;
         }
-        let fresh = Box::into_raw(Box::new(new()));
+        let fresh = Box::into_raw(new());
         p = match slot.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => fresh,
@@ -112,19 +111,23 @@ fn level<T>(slot: &AtomicPtr<T>, create: bool, new: impl FnOnce() -> T) -> Optio
 }
 
 impl FrameTable {
-    /// The slot of `pgno`: its low array and its index there.
+    /// The slot of `pgno`.
     #[inline]
-    fn slot(&self, pgno: u64, create: bool) -> Option<(&Low, usize)> {
+    fn slot(&self, pgno: u64, create: bool) -> Option<&Slot> {
         if pgno >= PAGES_MAX {
             return None;
         }
         let (t, m, l) = indexes(pgno);
-        let mid = level(self.top.get(t)?, create, || Mid { lows: slots() })?;
-        let low = level(mid.lows.get(m)?, create, || Low {
-            frames: slots(),
-            images: Box::new(std::array::from_fn(|_| AtomicUsize::new(0))),
+        let mid = level(self.top.get(t)?, create, || {
+            Box::new(std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())))
         })?;
-        Some((low, l))
+        let low = level(mid.get(m)?, create, || {
+            Box::new(std::array::from_fn(|_| Slot {
+                frame: AtomicPtr::new(ptr::null_mut()),
+                image: AtomicUsize::new(0),
+            }))
+        })?;
+        low.get(l)
     }
 
     /// The frame published for `pgno` (or null), and the address of its
@@ -135,15 +138,12 @@ impl FrameTable {
     /// latched and found not gone.
     #[inline]
     pub(crate) fn get(&self, pgno: u64) -> (*const Frame, usize) {
-        let Some((low, l)) = self.slot(pgno, false) else {
-            return (ptr::null(), 0);
-        };
-        match (low.frames.get(l), low.images.get(l)) {
-            (Some(f), Some(i)) => (
-                f.load(Ordering::Acquire).cast_const(),
-                i.load(Ordering::Relaxed),
+        match self.slot(pgno, false) {
+            Some(s) => (
+                s.frame.load(Ordering::Acquire).cast_const(),
+                s.image.load(Ordering::Relaxed),
             ),
-            _ => (ptr::null(), 0),
+            None => (ptr::null(), 0),
         }
     }
 
@@ -151,21 +151,16 @@ impl FrameTable {
     /// `pgno` (the cache has just taken it; the cache's handle keeps it
     /// alive until `unpublish`).
     pub(crate) fn publish(&self, pgno: u64, frame: *const Frame, image_at: usize) {
-        if let Some((low, l)) = self.slot(pgno, true) {
-            if let (Some(f), Some(i)) = (low.frames.get(l), low.images.get(l)) {
-                i.store(image_at, Ordering::Relaxed);
-                f.store(frame.cast_mut(), Ordering::Release);
-            }
+        if let Some(s) = self.slot(pgno, true) {
+            s.image.store(image_at, Ordering::Relaxed);
+            s.frame.store(frame.cast_mut(), Ordering::Release);
         }
     }
 
     /// Unpublishes `frame` from `pgno`, if it is the one published there.
     pub(crate) fn unpublish(&self, pgno: u64, frame: *const Frame) {
-        if let Some(s) = self
-            .slot(pgno, false)
-            .and_then(|(low, l)| low.frames.get(l))
-        {
-            let _ = s.compare_exchange(
+        if let Some(s) = self.slot(pgno, false) {
+            let _ = s.frame.compare_exchange(
                 frame.cast_mut(),
                 ptr::null_mut(),
                 Ordering::AcqRel,
@@ -185,7 +180,7 @@ impl Drop for FrameTable {
             // SAFETY: installed by `level` from `Box::into_raw`, and taken
             // out of its slot here, with `&mut self`, so freed once.
             let mid = unsafe { Box::from_raw(mid) };
-            for low in mid.lows.iter() {
+            for low in mid.iter() {
                 let low = low.swap(ptr::null_mut(), Ordering::Acquire);
                 if !low.is_null() {
                     // SAFETY: as above. The frames it points at are not

@@ -164,8 +164,9 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    pub(crate) fn new(file: Arc<PageFile>, pgno: u64, dirty: bool, image: Vec<u8>) -> Frame {
-        Frame {
+    /// A frame, in an `Arc`: every frame lives in one (`hold` relies on it).
+    pub(crate) fn new(file: Arc<PageFile>, pgno: u64, dirty: bool, image: Vec<u8>) -> Arc<Frame> {
+        Arc::new(Frame {
             file,
             pgno,
             gone: AtomicBool::new(false),
@@ -175,7 +176,7 @@ impl Frame {
                 dirty: AtomicBool::new(dirty),
                 image,
             }),
-        }
+        })
     }
 
     /// The read latch.
@@ -190,6 +191,20 @@ impl Frame {
 
     fn try_read(&self) -> Option<ReadGuard<'_>> {
         self.latch.try_read()
+    }
+
+    /// A counted handle to a frame found without one (through the frame
+    /// table, alive while the finder is pinned).
+    fn hold(&self) -> Arc<Frame> {
+        let at: *const Frame = self;
+        // SAFETY: every frame is made in an `Arc` (`Frame::new` returns
+        // one), so `at` points at the value of a live `Arc<Frame>`
+        // allocation (the caller holds `&self`); adding a strong count and
+        // making an `Arc` of the pointer is what `Arc::clone` does.
+        unsafe {
+            Arc::increment_strong_count(at);
+            Arc::from_raw(at)
+        }
     }
 
     /// The read latch of a frame found through the frame table, if it is
@@ -253,12 +268,16 @@ impl Entry for Frame {
 
     /// Evicted only under the write latch (tried, never waited for): no
     /// reader holds the frame latched then, and every later one sees it
-    /// gone.
-    fn try_leave(&self) -> bool {
+    /// gone. Not while anyone besides the cache holds a handle, counted
+    /// under the latch: the writer takes a handle to a frame it found
+    /// through the frame table and then checks, under the latch, that it
+    /// is not gone (`fetch_for_write`), so either it sees the frame gone or
+    /// this sees its handle.
+    fn try_leave(&self, holders: &dyn Fn() -> usize) -> bool {
         let Some(page) = self.latch.try_write() else {
             return false;
         };
-        if page.dirty.load(Ordering::Acquire) {
+        if page.dirty.load(Ordering::Acquire) || holders() > 1 {
             return false;
         }
         self.gone.store(true, Ordering::Release);
@@ -481,6 +500,32 @@ impl BtreeTable {
         Ok((frame, frame.read(), false))
     }
 
+    /// The frame of page `pgno` for the writer, which holds it across its
+    /// entry: found through the frame table, with a handle taken and the
+    /// frame then checked not gone under its latch (see `try_leave`), or
+    /// else fetched through the cache.
+    pub(super) fn fetch_for_write(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
+        {
+            let _epoch = crossbeam_epoch::pin();
+            let (found, _) = self.file.frames.get(pgno);
+            if !found.is_null() {
+                // SAFETY: as in `latch_for_read`: published, and this thread
+                // is pinned.
+                let frame = unsafe { &*found }.hold();
+                let current = !frame.gone.load(Ordering::Acquire) && {
+                    let _latched = frame.read();
+                    !frame.gone.load(Ordering::Acquire)
+                };
+                if current {
+                    self.count_cache_hit(ctx);
+                    self.cache.count_hits(1);
+                    return Ok(frame);
+                }
+            }
+        }
+        self.fetch(pgno, ctx)
+    }
+
     pub(super) fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         let key = (self.file.owner, pgno);
         let hit = |f: Arc<Frame>, ctx: &mut ReadContext| {
@@ -510,7 +555,7 @@ impl BtreeTable {
         }
         ctx.blocks_from_storage += 1;
         ctx.bytes_read += self.file.page_size as u64;
-        let frame = Arc::new(Frame::new(Arc::clone(&self.file), pgno, false, image));
+        let frame = Frame::new(Arc::clone(&self.file), pgno, false, image);
         let frame = self.cache.insert_or_share(key, frame, self.charge(), false);
         // The insert may have made the cache hand dirty pages back: a read
         // that missed writes them, so that pages dirtied by earlier writes
@@ -524,7 +569,7 @@ impl BtreeTable {
 
     /// Caches a new page, dirty, replacing any stale frame of its number.
     pub(super) fn install_page(&self, pgno: u64, image: Vec<u8>) -> Arc<Frame> {
-        let frame = Arc::new(Frame::new(Arc::clone(&self.file), pgno, true, image));
+        let frame = Frame::new(Arc::clone(&self.file), pgno, true, image);
         self.cache
             .insert_or_share((self.file.owner, pgno), frame, self.charge(), true)
     }
@@ -615,19 +660,20 @@ mod tests {
         // its read latch the cache cannot evict it; once evicted it is
         // unpublished and marked gone, so a reader that latches it then is
         // told to look again; and its memory stays valid for a reader
-        // pinned before the eviction. Method: a cache that holds one page;
-        // inserting a second page must evict the first.
+        // pinned before the eviction; and a handle taken to it without the
+        // cache (the writer's `fetch_for_write`) keeps it too. Method: a
+        // cache that holds one page; inserting another must evict the first.
         let dir = tempfile::tempdir().expect("tempdir");
         let file = page_file(dir.path());
         let charge = 4096 + FRAME_OVERHEAD;
         let cache = Cache::new(charge);
         let frame = |pgno: u64| {
-            Arc::new(Frame::new(
+            Frame::new(
                 Arc::clone(&file),
                 pgno,
                 false,
                 vec![pgno as u8; file.image_len()],
-            ))
+            )
         };
         cache.insert_or_share((1, 1), frame(1), charge, false);
         let epoch = crossbeam_epoch::pin();
@@ -644,6 +690,10 @@ mod tests {
             "a latched frame was evicted"
         );
         drop(latched);
+        let held = found.hold();
+        cache.insert_or_share((1, 4), frame(4), charge, false);
+        assert!(!file.frames.get(1).0.is_null(), "a held frame was evicted");
+        drop(held);
 
         cache.insert_or_share((1, 3), frame(3), charge, false);
         assert!(file.frames.get(1).0.is_null(), "an idle frame stayed");

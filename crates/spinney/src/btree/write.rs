@@ -191,7 +191,7 @@ impl BtreeTable {
         }
         let mut pos_in_parent = 0;
         loop {
-            let mut frame = self.fetch(pgno, &mut ctx)?;
+            let mut frame = self.fetch_for_write(pgno, &mut ctx)?;
             if !st.fresh.contains(&pgno) {
                 frame = self.copy_page(
                     st,

@@ -87,8 +87,11 @@ pub(crate) trait Entry: Any + Send + Sync {
     /// Asked when the hand would evict it, under the shard's mutex, after
     /// `state` said `Clean`: an entry that readers may be using without a
     /// handle takes itself out of their way and says yes, or says no if it
-    /// cannot now. Must not block.
-    fn try_leave(&self) -> bool {
+    /// cannot now. `holders` counts the handles to it now (the cache's
+    /// among them), for an entry whose users may take a handle without the
+    /// cache: it asks once it has shut them out. Must not block.
+    fn try_leave(&self, holders: &dyn Fn() -> usize) -> bool {
+        let _ = holders;
         true
     }
 
@@ -384,7 +387,10 @@ impl Cache {
             // someone holding the entry.
             drop(entry);
             let e = &cached.entry;
-            if !same || e.state(Arc::strong_count(e) > 1) != State::Clean || !e.try_leave() {
+            if !same
+                || e.state(Arc::strong_count(e) > 1) != State::Clean
+                || !e.try_leave(&|| Arc::strong_count(e))
+            {
                 return;
             }
             shard.remove(&key)
@@ -514,7 +520,7 @@ impl Shard {
                 may_hand_back(cached.charge),
             ) {
                 Choice::Pass => {}
-                Choice::Evict if !e.try_leave() => {}
+                Choice::Evict if !e.try_leave(&|| Arc::strong_count(e)) => {}
                 Choice::Evict => {
                     return match self.remove(&key) {
                         Some((entry, charge)) => {
