@@ -569,28 +569,31 @@ pub(crate) fn remove(p: &mut [u8], pos: usize) {
     }
 }
 
-/// Rewrites the heap without garbage.
+/// Rewrites the heap without garbage (from one copy of the page, not a
+/// copy of each cell).
 pub(crate) fn compact(p: &mut [u8]) {
-    let cells: Vec<Vec<u8>> = (0..count(p)).map(|i| cell_bytes(p, i).to_vec()).collect();
+    let src = p.to_vec();
+    let cells: Vec<&[u8]> = (0..count(&src)).map(|i| cell_bytes(&src, i)).collect();
     rebuild(p, &cells);
 }
 
 /// Replaces every cell of `p` with `cells`, in order (the kind and link
 /// stay; cells that do not fit are left out). The prefix is the longest
 /// the cells' keys share.
-pub(crate) fn rebuild(p: &mut [u8], cells: &[Vec<u8>]) {
+pub(crate) fn rebuild<C: AsRef<[u8]>>(p: &mut [u8], cells: &[C]) {
     let (k, l) = (kind(p), link(p));
     init(p, k, l);
     if let Some(first) = cells.first() {
-        let first = key::user_key(cell_key(first, k));
+        let first = key::user_key(cell_key(first.as_ref(), k));
         let shared = cells
             .iter()
-            .map(|c| shared_len(first, key::user_key(cell_key(c, k))))
+            .map(|c| shared_len(first, key::user_key(cell_key(c.as_ref(), k))))
             .min()
             .unwrap_or(0);
         set_prefix_len(p, shared);
     }
     for c in cells {
+        let c = c.as_ref();
         if free_space(p) >= c.len() + SLOT {
             place(p, count(p), c);
         }

@@ -144,10 +144,12 @@ impl BtreeTable {
             if !is_leaf && page::insert(p, pos, &new_cell) {
                 return Ok(());
             }
-            let mut cells: Vec<Vec<u8>> = (0..page::count(p))
-                .map(|i| page::cell_bytes(p, i).to_vec())
+            // One copy of the page, whose cells the halves are rebuilt from.
+            let src = p.to_vec();
+            let mut cells: Vec<&[u8]> = (0..page::count(&src))
+                .map(|i| page::cell_bytes(&src, i))
                 .collect();
-            cells.insert(pos, new_cell);
+            cells.insert(pos, &new_cell);
             let right_pgno = st.alloc(1);
             let mut right = vec![0u8; p.len()];
             let sep = if is_leaf {
@@ -186,7 +188,7 @@ impl BtreeTable {
                 let m = if pos + 1 == cells.len() && cells.len() >= 3 {
                     cells.len() - 2
                 } else {
-                    let total: usize = cells.iter().map(Vec::len).sum();
+                    let total: usize = cells.iter().map(|c| c.len()).sum();
                     let mut acc = 0;
                     let mut m = cells.len() / 2;
                     for (i, c) in cells.iter().enumerate() {
@@ -576,11 +578,11 @@ fn cell_key(c: &[u8], leaf: bool) -> &[u8] {
 
 /// The bytes a page spends on `cells` (each cell and its slot)
 /// before each position: `cells.len() + 1` sums, from 0 to the total.
-fn bytes_before(cells: &[Vec<u8>]) -> Vec<usize> {
+fn bytes_before<C: AsRef<[u8]>>(cells: &[C]) -> Vec<usize> {
     let mut before = Vec::with_capacity(cells.len() + 1);
     before.push(0usize);
     for c in cells {
-        before.push(before.last().copied().unwrap_or(0) + c.len() + page::SLOT);
+        before.push(before.last().copied().unwrap_or(0) + c.as_ref().len() + page::SLOT);
     }
     before
 }
@@ -588,8 +590,9 @@ fn bytes_before(cells: &[Vec<u8>]) -> Vec<usize> {
 /// Whether the leaf cells at `i - 1` and `i` (`0 < i < cells.len()`) hold
 /// different user keys: a place a leaf may be cut without splitting one
 /// key's versions.
-fn user_key_changes_at(cells: &[Vec<u8>], i: usize) -> bool {
-    key::user_key(cell_key(&cells[i - 1], true)) != key::user_key(cell_key(&cells[i], true))
+fn user_key_changes_at<C: AsRef<[u8]>>(cells: &[C], i: usize) -> bool {
+    key::user_key(cell_key(cells[i - 1].as_ref(), true))
+        != key::user_key(cell_key(cells[i].as_ref(), true))
 }
 
 /// Where to split a leaf's cells: near half of the bytes, at a change of
@@ -598,8 +601,8 @@ fn user_key_changes_at(cells: &[Vec<u8>], i: usize) -> bool {
 /// near the end instead, so that a sequential load leaves full pages
 /// behind rather than half-full ones.
 /// `room` is what a page holds for cells and their slots.
-fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
-    let total: usize = cells.iter().map(Vec::len).sum();
+fn leaf_split_point<C: AsRef<[u8]>>(cells: &[C], append: bool, room: usize) -> usize {
+    let total: usize = cells.iter().map(|c| c.as_ref().len()).sum();
     let mut acc = 0;
     let mut mid = 1;
     let goal = if append {
@@ -608,7 +611,7 @@ fn leaf_split_point(cells: &[Vec<u8>], append: bool, room: usize) -> usize {
         total / 2
     };
     for (i, c) in cells.iter().enumerate() {
-        acc += c.len();
+        acc += c.as_ref().len();
         if acc >= goal {
             mid = (i + 1).clamp(1, cells.len() - 1);
             break;
