@@ -159,7 +159,7 @@ impl BtreeTable {
                 // invisible: `tidy` packs the halves again once it is
                 // published.
                 let repeated = cells.windows(2).any(|w| {
-                    key::user_key(cell_key(&w[0], true)) == key::user_key(cell_key(&w[1], true))
+                    key::user_key(cell_key(w[0], true)) == key::user_key(cell_key(w[1], true))
                 });
                 if repeated {
                     st.untidy.insert(this_pgno);
@@ -201,10 +201,10 @@ impl BtreeTable {
                     m
                 };
                 let mid = cells.get(m).cloned().unwrap_or_default();
-                page::init(&mut right, page::KIND_BRANCH, page::u64_at(&mid, 2));
+                page::init(&mut right, page::KIND_BRANCH, page::u64_at(mid, 2));
                 page::rebuild(&mut right, cells.get(m + 1..).unwrap_or(&[]));
                 page::rebuild(p, cells.get(..m).unwrap_or(&[]));
-                cell_key(&mid, false).to_vec()
+                cell_key(mid, false).to_vec()
             };
             self.install_page(right_pgno, right);
             carry = Some((sep, right_pgno));
