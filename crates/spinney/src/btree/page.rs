@@ -462,16 +462,25 @@ fn search(p: &[u8], target: KeyRef<'_>, or_equal: bool, compared: &mut u64) -> u
     }
     if prefix > 0 && n > 0 {
         // Heads order the target among the cells only if it shares their
-        // prefix; if it does not, it is below or above them all.
-        let shared = key::user_key(ikey(p, probe.min(n - 1)));
+        // prefix; if it does not, it is below or above them all. The cell
+        // read to know: the one tie, when there is one (then this one
+        // comparison also places the target against it), else the one
+        // the caller reads next.
+        let cell = if hi == lo + 1 { lo } else { probe.min(n - 1) };
+        let cell_key = ikey(p, cell);
         probes += 1;
-        let order = key::compare_bytes(
-            t.get(..prefix).unwrap_or(t),
-            shared.get(..prefix).unwrap_or(shared),
-        );
-        if order.is_ne() {
+        let (order, shared) = key::compare_bytes_shared(t, key::user_key(cell_key));
+        if shared < prefix {
             *compared += probes;
             return if order.is_lt() { 0 } else { n };
+        }
+        if hi == lo + 1 {
+            // The target against the one tie, as internal keys order:
+            // user keys, then trailers, the larger (newer) first.
+            let order = order.then_with(|| key::trailer(cell_key).cmp(&target.trailer));
+            let before = order.is_gt() || (or_equal && order.is_eq());
+            *compared += probes;
+            return lo + usize::from(before);
         }
     }
     let pos = partition(lo, hi, |mid| {
