@@ -108,7 +108,7 @@ impl BtreeIter {
         // sequential pass over the page, instead of a cache miss per cell.
         // The leaf stays latched (and its overflow runs unreused) until
         // their values are read.
-        self.image.clone_from(&leaf.guard.image);
+        page::copy_used(&leaf.guard.image, &mut self.image);
         self.overflow.clear();
         for i in page::overflow_cells(&self.image) {
             let v = self.table.read_value(page::value(&self.image, i), ctx)?;

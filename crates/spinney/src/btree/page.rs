@@ -250,6 +250,21 @@ pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
     }
 }
 
+/// Copies page `src` into `dst` (made the same length) but for the free
+/// space between its slots and its heap, which nothing reads: a cursor's
+/// copy of a leaf then reads a fifth less of a page three-quarters full.
+/// `dst`'s bytes there are whatever they were.
+pub(crate) fn copy_used(src: &[u8], dst: &mut Vec<u8>) {
+    dst.resize(src.len(), 0);
+    let slots_end = slot_at(count(src)).min(src.len());
+    let heap_start = heap(src).clamp(slots_end, src.len());
+    for range in [0..slots_end, heap_start..src.len()] {
+        if let (Some(d), Some(s)) = (dst.get_mut(range.clone()), src.get(range)) {
+            d.copy_from_slice(s);
+        }
+    }
+}
+
 /// Where leaf cell `i`'s parts lie in its page: its internal key, and its
 /// value if it is inline (None for a value in an overflow run). Empty
 /// ranges for a cell past the page, which a checked page does not have.
@@ -811,6 +826,28 @@ mod tests {
             }
         }
         assert!(with_prefix > 150, "{with_prefix} pages had a prefix");
+    }
+
+    #[test]
+    fn a_copy_without_the_free_space_reads_as_the_page() {
+        // Goal: a cursor's copy leaves out the free space between slots and
+        // heap, and reads the same: same keys, values and searches, over a
+        // buffer that held something else before.
+        let p = leaf_of(&["row-10", "row-11", "row-20", "row-31"]);
+        let mut copy = vec![0xAB; 100];
+        copy_used(&p, &mut copy);
+        assert_eq!(copy.len(), p.len());
+        assert_eq!(count(&copy), 4);
+        for i in 0..4 {
+            assert_eq!(ikey(&copy, i), ikey(&p, i));
+            assert_eq!(value(&copy, i), value(&p, i));
+        }
+        let mut c = 0;
+        let t = internal_key(b"row-2", 5, Kind::Put);
+        assert_eq!(lower_bound(&copy, KeyRef::of(&t), &mut c), 2);
+        assert!(copy[slot_at(4)..heap(&p)]
+            .iter()
+            .all(|&b| b == 0xAB || b == 0));
     }
 
     #[test]
