@@ -22,6 +22,12 @@
 //! image's address beside it), 16 KiB per 1024 pages. Pages beyond the range
 //! are not published; their readers go through the cache.
 //!
+//! When the cache itself is dropped (the database closed), its frames are
+//! freed at once, without being unpublished: the tables, and so every
+//! reader, are gone by then (each holds the cache), and nothing reads a
+//! frame table again; deferring them would leave a large cache's worth of
+//! pages for the epoch collector to free later.
+//!
 //! Thread-safety: lock-free. A missing level is allocated and installed
 //! with a compare-and-swap (the loser frees its copy); slots are atomic
 //! pointers, published with release and read with acquire ordering.

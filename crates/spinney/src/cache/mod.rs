@@ -98,6 +98,8 @@ pub(crate) trait Entry: Any + Send + Sync {
     /// The cache lets go of its handle (evicted, replaced, removed, or its
     /// owner erased), under the shard's mutex. An entry that readers may
     /// still be using without a handle defers the drop until they are done.
+    /// (Not when the cache itself is dropped: its owners, and so every
+    /// reader, are gone then, and its entries are freed at once.)
     fn release(self: Arc<Self>) {}
 
     /// Whether a reader used it without going through the cache since the
@@ -427,19 +429,6 @@ impl Cache {
             evictions: self.evictions.load(Ordering::Relaxed),
             usage_bytes: self.usage.load(Ordering::Relaxed),
             capacity_bytes: self.capacity,
-        }
-    }
-}
-
-/// Every entry is released, as when it leaves: an entry that readers find
-/// another way is unpublished there before it can be freed.
-impl Drop for Cache {
-    fn drop(&mut self) {
-        for shard in &self.shards {
-            let mut shard = shard.lock();
-            for (_, cached) in shard.map.drain() {
-                cached.entry.release();
-            }
         }
     }
 }
