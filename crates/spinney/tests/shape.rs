@@ -381,3 +381,55 @@ fn tiered_table_compacts_l0_into_l1() {
         l0_target: 1,
     });
 }
+
+/// A compaction reads its inputs without adding their blocks to the cache:
+/// they are read once and deleted after, and caching them would evict the
+/// blocks readers use. Blocks a reader loads stay cached, and a compaction
+/// that finds one there may use it but adds nothing.
+#[test]
+fn a_compaction_leaves_the_cache_as_it_found_it() {
+    for compaction in [CompactionOptions::leveled(), CompactionOptions::tiered()] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(
+            dir.path(),
+            Options {
+                background_threads: 0,
+                autowork: false,
+                ..Options::default()
+            },
+        )
+        .expect("open");
+        let table = db
+            .create_table("t", table_options(compaction))
+            .expect("create");
+        let mut model = Model::new();
+        for round in 0..3 {
+            fill(&db, &table, &mut model, 0..FILL, round);
+            table.flush().expect("flush");
+        }
+        let ctx = format!("{compaction:?}");
+        let empty = db.stats().cache.usage_bytes;
+        assert_eq!(empty, 0, "{ctx}: flushes cache nothing");
+        // A reader's block: cached.
+        let k = key(FILL / 2);
+        assert_eq!(table.get(&k).expect("get"), model.get(&k).cloned());
+        let one_read = db.stats().cache.usage_bytes;
+        assert!(one_read > 0, "{ctx}: a get caches the block it reads");
+
+        // A cursor opened before keeps the input files (and any blocks of
+        // theirs in the cache) alive through the compaction.
+        let before = table.iter().expect("iter");
+        table.compact_all().expect("compact");
+        let after = db.stats().cache.usage_bytes;
+        assert_eq!(
+            after, one_read,
+            "{ctx}: the compaction changed the cache: {one_read} -> {after} bytes"
+        );
+        drop(before);
+        check_data(&ctx, &table, &model);
+        assert!(
+            db.stats().cache.usage_bytes > after,
+            "{ctx}: a scan of the compacted table caches its blocks"
+        );
+    }
+}

@@ -192,10 +192,10 @@ pub(crate) fn compact(host: &dyn JobHost, table: &LsmTable, c: &Compaction) -> R
         for (level, files) in &c.inputs {
             if *level == 0 {
                 for f in files {
-                    children.push(Box::new(f.sst()?.iter()));
+                    children.push(Box::new(f.sst()?.scan_iter()));
                 }
             } else {
-                children.push(Box::new(LevelIter::new(files.clone())));
+                children.push(Box::new(LevelIter::scanning(files.clone())));
             }
         }
         let mut merge = MergingIter::new(children);

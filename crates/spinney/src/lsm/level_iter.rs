@@ -34,12 +34,19 @@ pub(crate) struct LevelIter {
     error: Option<Error>,
     /// Charge the file a seek positions in (`FileMeta::charge_read`).
     charge: bool,
+    /// Put the blocks it reads into the cache (not for a compaction's
+    /// input: `Sst::scan_iter`).
+    fill_cache: bool,
 }
 
 impl LevelIter {
-    /// Walks `files`, sorted and disjoint.
-    pub(crate) fn new(files: Vec<Arc<FileMeta>>) -> LevelIter {
-        LevelIter::over(Files::List(files), false)
+    /// Walks `files`, sorted and disjoint, as a compaction's input: the
+    /// blocks it reads do not go into the cache.
+    pub(crate) fn scanning(files: Vec<Arc<FileMeta>>) -> LevelIter {
+        LevelIter {
+            fill_cache: false,
+            ..LevelIter::over(Files::List(files), false)
+        }
     }
 
     /// Walks `files`, sorted and disjoint, charging the file each seek
@@ -61,6 +68,7 @@ impl LevelIter {
             inner: None,
             error: None,
             charge,
+            fill_cache: true,
         }
     }
 
@@ -73,7 +81,11 @@ impl LevelIter {
         };
         match file.sst() {
             Ok(sst) => {
-                self.inner = Some(sst.iter());
+                self.inner = Some(if self.fill_cache {
+                    sst.iter()
+                } else {
+                    sst.scan_iter()
+                });
                 true
             }
             Err(e) => {

@@ -150,9 +150,14 @@ impl Sst {
         Block::new(data, &self.path, handle.offset, compressed)
     }
 
-    /// A data block, from the cache or from the file (then cached). Adds
-    /// where it came from, and the bytes read, to `counts`.
-    fn data_block(&self, handle: BlockHandle, counts: &mut ReadContext) -> Result<Arc<Block>> {
+    /// A data block, from the cache or from the file (then cached if
+    /// `fill`). Adds where it came from, and the bytes read, to `counts`.
+    fn data_block(
+        &self,
+        handle: BlockHandle,
+        fill: bool,
+        counts: &mut ReadContext,
+    ) -> Result<Arc<Block>> {
         let cache_key = (self.file_number, handle.offset);
         if let Some(block) = self.cache.get::<Block>(&cache_key) {
             counts.blocks_from_cache += 1;
@@ -161,8 +166,10 @@ impl Sst {
         let block = Arc::new(self.read_data_block(handle)?);
         counts.blocks_from_storage += 1;
         counts.bytes_read += handle.size + format::BLOCK_TRAILER_BYTES as u64;
-        self.cache
-            .insert(cache_key, Arc::clone(&block), block.size() as u64);
+        if fill {
+            self.cache
+                .insert(cache_key, Arc::clone(&block), block.size() as u64);
+        }
         Ok(block)
     }
 
@@ -205,7 +212,7 @@ impl Sst {
         // shortened separator could allow).
         while index.valid() {
             let handle = self.decode_handle(&index)?;
-            let mut data = BlockIter::new(self.data_block(handle, counts)?);
+            let mut data = BlockIter::new(self.data_block(handle, true, counts)?);
             counts.keys_compared += data.seek(seek_key);
             if data.valid() {
                 if key::user_key(data.key()) == user_key {
@@ -224,13 +231,29 @@ impl Sst {
         }
     }
 
+    /// An iterator whose blocks go into the cache: a user's cursor, which
+    /// may come back to them.
     pub(crate) fn iter(self: &Arc<Self>) -> SstIter {
+        self.iter_filling(true)
+    }
+
+    /// An iterator that reads blocks the cache does not hold without
+    /// adding them to it: a compaction's input, read once and deleted
+    /// after. Caching it would evict what readers use for blocks nobody
+    /// reads again (and, with a compaction thread allocating them, spread
+    /// the cache's memory over more of the allocator's per-thread arenas).
+    pub(crate) fn scan_iter(self: &Arc<Self>) -> SstIter {
+        self.iter_filling(false)
+    }
+
+    fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> SstIter {
         SstIter {
             index: self.index_iter(),
             sst: Arc::clone(self),
             data: None,
             data_offset: None,
             status: None,
+            fill_cache,
         }
     }
 
@@ -351,6 +374,8 @@ pub(crate) struct SstIter {
     /// Offset of the block `data` walks.
     data_offset: Option<u64>,
     status: Option<Error>,
+    /// Whether blocks read from the file go into the cache.
+    fill_cache: bool,
 }
 
 impl SstIter {
@@ -388,7 +413,7 @@ impl SstIter {
         if self.data_offset == Some(handle.offset) && self.data.is_some() {
             return;
         }
-        match self.sst.data_block(handle, counts) {
+        match self.sst.data_block(handle, self.fill_cache, counts) {
             Ok(block) => {
                 self.data = Some(BlockIter::new(block));
                 self.data_offset = Some(handle.offset);
