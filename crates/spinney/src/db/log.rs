@@ -64,14 +64,25 @@ impl Wal {
         self.synced_seqno = last;
         Ok(())
     }
+
+    /// Syncs the open segment, which takes no more records, cut to its
+    /// records (`WritableFile::finish`): at a roll and at close.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        let last = self.last_seqno;
+        self.writer.finish()?;
+        self.synced_seqno = last;
+        Ok(())
+    }
 }
 
-/// Closes the current segment (synced, so that only the newest segment can
-/// ever have a torn tail) and starts the next.
+/// Closes the current segment (cut to its records and synced, so that only
+/// the newest segment can ever have a torn tail) and starts the next.
 pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
-    wal.sync_all()?;
+    wal.finish()?;
     let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
-    let file = db.fs.create(&db.path(&wal_name(number)))?;
+    let file = db
+        .fs
+        .create_log(&db.path(&wal_name(number)), db.options.wal_segment_size)?;
     db.fs.sync_dir(&db.dir)?;
     let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
     drop(old);

@@ -583,7 +583,7 @@ impl Db {
     }
 
     /// Closes the database: stops background work at a clean point and syncs
-    /// the log. Dropping a `Db` does the same but cannot report an error.
+    /// the log (cut to its records: see `Fs::create_log`). Dropping a `Db` does the same but cannot report an error.
     /// Callable through a shared handle (an `Arc<Db>`): every later call on
     /// the database or its tables returns `Error::Closed`, and a second
     /// close returns `Ok`.
@@ -623,7 +623,7 @@ impl Db {
             self.inner.lock.lock().take();
             return Ok(());
         }
-        if let Err(e) = wal.sync_all() {
+        if let Err(e) = wal.finish() {
             drop(wal);
             self.inner.lock.lock().take();
             return Err(e);

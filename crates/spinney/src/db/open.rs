@@ -566,7 +566,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     .edit()
     .encode();
     // The new segment first: a manifest names only a segment that exists.
-    let wal_writer = LogWriter::new(fs.create(&dir.join(wal_name(wal_number)))?);
+    let wal_writer =
+        LogWriter::new(fs.create_log(&dir.join(wal_name(wal_number)), options.wal_segment_size)?);
     fs.sync_dir(dir)?;
     let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
 
@@ -652,7 +653,7 @@ mod tests {
         drop(w);
         match crate::Db::open(dir.path(), Options::default()) {
             Err(Error::Corruption { file, detail, .. }) => {
-                assert!(file.ends_with(wal_name(999_999)), "{file:?}");
+                assert!(file.ends_with(wal_name(999_999)), "{file:?} {detail}");
                 assert!(detail.contains("seqnos"), "{detail}");
             }
             Err(other) => panic!("wrong error: {other}"),

@@ -21,6 +21,8 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+#[cfg(target_os = "linux")]
+mod mapped;
 mod os;
 pub use os::OsFs;
 
@@ -36,6 +38,14 @@ pub use fault::{FaultFs, FaultKind};
 pub trait Fs: Send + Sync + fmt::Debug {
     /// Creates `path`, truncating it if it exists, for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates a log segment expected to grow to about `size` bytes: as
+    /// `create`, for a file that takes many small appends, each flushed.
+    /// The file may be longer than what was appended (zeros after it) until
+    /// `WritableFile::finish`.
+    fn create_log(&self, path: &Path, size: u64) -> Result<Box<dyn WritableFile>> {
+        let _ = size;
+        self.create(path)
+    }
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Opens a file for positional reads and writes (B-tree files),
@@ -86,6 +96,11 @@ pub trait WritableFile: Send {
     fn flush(&mut self) -> Result<()>;
     /// Flushes, then makes the file's contents durable.
     fn sync(&mut self) -> Result<()>;
+    /// Syncs a file that takes no more appends, first cutting it to the
+    /// bytes appended (see `Fs::create_log`).
+    fn finish(&mut self) -> Result<()> {
+        self.sync()
+    }
     /// Bytes appended so far (buffered included).
     fn len(&self) -> u64;
     /// True when nothing was appended yet.

@@ -1,7 +1,8 @@
 //! `OsFs`: the operating system's file system through `std::fs`.
 //!
 //! Appends are buffered in user space (64 KiB) and handed to the OS on
-//! `flush`; `sync` is `fdatasync` (`File::sync_data`). Directory syncs open
+//! `flush`, except a log segment's on Linux, which are copied into a shared
+//! memory map of the file (`fs/mapped.rs`); `sync` is `fdatasync` (`File::sync_data`). Directory syncs open
 //! the directory and fsync it, which is how POSIX makes a new or renamed
 //! entry durable. The database lock is an `flock` on the LOCK file, which
 //! conflicts across processes and across separate opens in one process.
@@ -46,6 +47,45 @@ impl Fs for OsFs {
             len: 0,
             stats: Arc::clone(&self.stats),
         }))
+    }
+
+    /// On Linux a memory-mapped segment (`fs/mapped.rs`), unless the file
+    /// system cannot reserve space or map the file; then the buffered
+    /// writer.
+    fn create_log(&self, path: &Path, size: u64) -> Result<Box<dyn WritableFile>> {
+        #[cfg(target_os = "linux")]
+        {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(|e| Error::io("create", path, e))?;
+            let stats = Arc::clone(&self.stats);
+            let sizes = super::mapped::Sizes::for_segment(size);
+            match super::mapped::MappedLog::new(file, path.to_path_buf(), sizes, stats) {
+                Ok(log) => Ok(Box::new(log)),
+                Err((file, e)) => {
+                    let empty = file.metadata().is_ok_and(|m| m.len() == 0);
+                    if !(empty && super::mapped::unsupported(&e)) {
+                        return Err(Error::io("reserve log space", path, e));
+                    }
+                    Ok(Box::new(OsWritableFile {
+                        file,
+                        path: path.to_path_buf(),
+                        buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
+                        len: 0,
+                        stats: Arc::clone(&self.stats),
+                    }))
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = size;
+            self.create(path)
+        }
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

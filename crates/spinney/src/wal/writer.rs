@@ -70,6 +70,11 @@ impl LogWriter {
         self.file.sync()
     }
 
+    /// Syncs a log that takes no more records (`WritableFile::finish`).
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        self.file.finish()
+    }
+
     /// Bytes written to the file so far.
     pub(crate) fn len(&self) -> u64 {
         self.file.len()
