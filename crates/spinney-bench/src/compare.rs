@@ -708,7 +708,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
     }
     writeln!(
         out,
-        "w-amp: bytes the engine's process passed to write calls over the bytes of keys and values written; disk w-amp: bytes it sent to storage (pages dirtied, so a page rewritten before the kernel writes it back counts once) over the same; size: the files in the database's directory at the end; peak RSS: the process's high-water resident set during the benchmark."
+        "w-amp: bytes the engine's process passed to write calls over the bytes of keys and values written (spinney's log, written through a memory map on Linux, is not in it); disk w-amp: bytes it sent to storage (pages dirtied, so a page rewritten before the kernel writes it back counts once) over the same; size: the files in the database's directory at the end; peak RSS: the process's high-water resident set during the benchmark."
     )?;
     for f in &c.failures {
         writeln!(
