@@ -35,6 +35,23 @@ fn wal_segments(dir: &Path) -> usize {
         .count()
 }
 
+/// Runs the test `child` of this binary as a child process on `dir`,
+/// checks that it aborted, and returns the count it printed ("wrote N").
+fn run_child(child: &str, dir: &Path) -> u32 {
+    let out = Command::new(std::env::current_exe().expect("current_exe"))
+        .args(["--exact", child, "--nocapture"])
+        .env(CHILD_DIR, dir)
+        .output()
+        .expect("run the child");
+    assert!(!out.status.success(), "the child did not abort: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("wrote "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the child wrote nothing it told: {out:?}"))
+}
+
 /// The child: writes until the log rolls to a fourth segment (the open
 /// segment is then empty), checkpoints (which lets the other three go),
 /// and aborts. Prints how many keys it wrote.
@@ -69,22 +86,7 @@ fn a_btree_table_whose_log_its_checkpoint_let_go_survives_a_killed_process() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(std::env::current_exe().expect("current_exe"))
-        .args([
-            "--exact",
-            "child_writes_checkpoints_and_aborts",
-            "--nocapture",
-        ])
-        .env(CHILD_DIR, dir.path())
-        .output()
-        .expect("run the child");
-    assert!(!out.status.success(), "the child did not abort: {out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let n: u32 = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("wrote "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("the child wrote nothing it told: {out:?}"));
+    let n = run_child("child_writes_checkpoints_and_aborts", dir.path());
 
     let db = Db::open(dir.path(), options()).expect("reopen");
     let t = db.table("bt").expect("table");
@@ -131,18 +133,7 @@ fn every_commit_a_killed_process_acknowledged_unsynced_is_there_after_it() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(std::env::current_exe().expect("current_exe"))
-        .args(["--exact", "child_writes_unsynced_and_aborts", "--nocapture"])
-        .env(CHILD_DIR, dir.path())
-        .output()
-        .expect("run the child");
-    assert!(!out.status.success(), "the child did not abort: {out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let n: u32 = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("wrote "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("the child wrote nothing it told: {out:?}"));
+    let n = run_child("child_writes_unsynced_and_aborts", dir.path());
     assert!(wal_segments(dir.path()) > 1, "the log never rolled");
 
     let db = Db::open(dir.path(), options()).expect("reopen");

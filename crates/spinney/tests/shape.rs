@@ -122,18 +122,20 @@ fn levels_with(at: &[(usize, usize)]) -> [usize; 6] {
     levels
 }
 
+/// A database in which nothing moves unless the test moves it.
+fn open_still(path: &Path) -> Db {
+    let options = Options {
+        background_threads: 0,
+        autowork: false,
+        ..Options::default()
+    };
+    Db::open(path, options).expect("open")
+}
+
 fn run(script: &Script) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path();
-    let db = Db::open(
-        path,
-        Options {
-            background_threads: 0,
-            autowork: false,
-            ..Options::default()
-        },
-    )
-    .expect("open");
+    let db = open_still(path);
     let table = db
         .create_table("t", table_options(script.compaction))
         .expect("create");
@@ -390,15 +392,7 @@ fn tiered_table_compacts_l0_into_l1() {
 fn a_compaction_leaves_the_cache_as_it_found_it() {
     for compaction in [CompactionOptions::leveled(), CompactionOptions::tiered()] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(
-            dir.path(),
-            Options {
-                background_threads: 0,
-                autowork: false,
-                ..Options::default()
-            },
-        )
-        .expect("open");
+        let db = open_still(dir.path());
         let table = db
             .create_table("t", table_options(compaction))
             .expect("create");

@@ -583,7 +583,8 @@ impl Db {
     }
 
     /// Closes the database: stops background work at a clean point and syncs
-    /// the log (cut to its records: see `Fs::create_log`). Dropping a `Db` does the same but cannot report an error.
+    /// the log (cut to its records: see `Fs::create_log`). Dropping a `Db`
+    /// does the same but cannot report an error.
     /// Callable through a shared handle (an `Arc<Db>`): every later call on
     /// the database or its tables returns `Error::Closed`, and a second
     /// close returns `Ok`.

@@ -2,10 +2,11 @@
 //!
 //! Appends are buffered in user space (64 KiB) and handed to the OS on
 //! `flush`, except a log segment's on Linux, which are copied into a shared
-//! memory map of the file (`fs/mapped.rs`); `sync` is `fdatasync` (`File::sync_data`). Directory syncs open
-//! the directory and fsync it, which is how POSIX makes a new or renamed
-//! entry durable. The database lock is an `flock` on the LOCK file, which
-//! conflicts across processes and across separate opens in one process.
+//! memory map of the file (`fs/mapped.rs`); `sync` is `fdatasync`
+//! (`File::sync_data`). Directory syncs open the directory and fsync it,
+//! which is how POSIX makes a new or renamed entry durable. The database
+//! lock is an `flock` on the LOCK file, which conflicts across processes
+//! and across separate opens in one process.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -34,19 +35,8 @@ impl OsFs {
 
 impl Fs for OsFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io("create", path, e))?;
-        Ok(Box::new(OsWritableFile {
-            file,
-            path: path.to_path_buf(),
-            buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
-            len: 0,
-            stats: Arc::clone(&self.stats),
-        }))
+        let file = create_file(path)?;
+        Ok(Box::new(OsWritableFile::new(file, path, &self.stats)))
     }
 
     /// On Linux a memory-mapped segment (`fs/mapped.rs`), unless the file
@@ -55,13 +45,7 @@ impl Fs for OsFs {
     fn create_log(&self, path: &Path, size: u64) -> Result<Box<dyn WritableFile>> {
         #[cfg(target_os = "linux")]
         {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)
-                .map_err(|e| Error::io("create", path, e))?;
+            let file = create_file(path)?;
             let stats = Arc::clone(&self.stats);
             let sizes = super::mapped::Sizes::for_segment(size);
             match super::mapped::MappedLog::new(file, path.to_path_buf(), sizes, stats) {
@@ -71,13 +55,7 @@ impl Fs for OsFs {
                     if !(empty && super::mapped::unsupported(&e)) {
                         return Err(Error::io("reserve log space", path, e));
                     }
-                    Ok(Box::new(OsWritableFile {
-                        file,
-                        path: path.to_path_buf(),
-                        buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
-                        len: 0,
-                        stats: Arc::clone(&self.stats),
-                    }))
+                    Ok(Box::new(OsWritableFile::new(file, path, &self.stats)))
                 }
             }
         }
@@ -191,7 +169,29 @@ struct OsWritableFile {
     stats: Arc<IoStats>,
 }
 
+/// Creates `path` (truncating it) for writing; readable too, which a
+/// shared writable memory map of it needs.
+fn create_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| Error::io("create", path, e))
+}
+
 impl OsWritableFile {
+    fn new(file: File, path: &Path, stats: &Arc<IoStats>) -> OsWritableFile {
+        OsWritableFile {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            len: 0,
+            stats: Arc::clone(stats),
+        }
+    }
+
     fn write_out(&mut self, data: &[u8]) -> Result<()> {
         self.file
             .write_all(data)
