@@ -29,10 +29,9 @@
 //! - The pages appended are let go behind the writer (`MADV_DONTNEED`,
 //!   `Sizes::release` at a time; their data stays in the page cache), so the
 //!   process's resident set holds little of the log. Not `munmap`, which
-//!   took 200-660 us a call here against about 25 us for this (it takes
-//!   the process's memory-map lock for writing, and waits for every thread
-//!   that holds it); the whole range is unmapped only when the segment is
-//!   finished or dropped.
+//!   took 200-660 us a call here against about 25 us for this (it also
+//!   takes the process's memory-map lock for writing); the whole range is
+//!   unmapped only when the segment is finished or dropped.
 //!
 //! Thread-safety: one owner (`Send`, not `Sync`), like every
 //! `WritableFile`; the database guards its log writer with a mutex.
