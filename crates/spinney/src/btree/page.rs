@@ -168,7 +168,7 @@ fn head(user_key: &[u8], prefix: usize) -> u32 {
 
 /// How many leading bytes `a` and `b` share.
 fn shared_len(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    key::compare_bytes_shared(a, b).1
 }
 
 /// Bytes free between the slots and the heap.

@@ -512,11 +512,7 @@ impl BtreeTable {
                 // SAFETY: as in `latch_for_read`: published, and this thread
                 // is pinned.
                 let frame = unsafe { &*found }.hold();
-                let current = !frame.gone.load(Ordering::Acquire) && {
-                    let _latched = frame.read();
-                    !frame.gone.load(Ordering::Acquire)
-                };
-                if current {
+                if frame.read_if_current().is_some() {
                     self.count_cache_hit(ctx);
                     self.cache.count_hits(1);
                     return Ok(frame);

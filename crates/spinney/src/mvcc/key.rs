@@ -124,26 +124,7 @@ pub(crate) fn trailer(ikey: &[u8]) -> u64 {
 /// `memcmp` costs more than the comparison for them.
 #[inline]
 pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
-    let mut a_chunks = a.chunks_exact(8);
-    let mut b_chunks = b.chunks_exact(8);
-    for (x, y) in a_chunks.by_ref().zip(b_chunks.by_ref()) {
-        let x = u64::from_be_bytes(x.try_into().unwrap_or([0; 8]));
-        let y = u64::from_be_bytes(y.try_into().unwrap_or([0; 8]));
-        if x != y {
-            return x.cmp(&y);
-        }
-    }
-    // At least one of the two has fewer than eight bytes left; the chunks
-    // consumed so far were equal, so compare what is left of each, a byte
-    // at a time (seven at most before one ends).
-    let done = a.len().min(b.len()) / 8 * 8;
-    let (a_rest, b_rest) = (a.get(done..).unwrap_or(&[]), b.get(done..).unwrap_or(&[]));
-    for (x, y) in a_rest.iter().zip(b_rest) {
-        if x != y {
-            return x.cmp(y);
-        }
-    }
-    a_rest.len().cmp(&b_rest.len())
+    compare_bytes_shared(a, b).0
 }
 
 /// An internal key given by its parts, so that a search for (user key,
@@ -185,8 +166,8 @@ pub(crate) fn compare_to(a: &[u8], b: KeyRef<'_>) -> Ordering {
 }
 
 /// The byte order of two strings and how many leading bytes they share,
-/// eight bytes at a time (the first differing byte found from the XOR of
-/// the first differing eight).
+/// eight bytes at a time while both have eight, then a byte at a time (the
+/// first differing byte of a chunk found from the XOR of the two).
 #[inline]
 pub(crate) fn compare_bytes_shared(a: &[u8], b: &[u8]) -> (Ordering, usize) {
     let mut done = 0;

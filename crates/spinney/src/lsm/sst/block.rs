@@ -33,7 +33,7 @@ const PREFETCH_RESTARTS: usize = 16;
 
 /// How many leading bytes `a` and `b` share.
 fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    key::compare_bytes_shared(a, b).1
 }
 
 /// Builds one block from entries added in strictly increasing key order.
