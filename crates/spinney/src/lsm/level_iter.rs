@@ -81,11 +81,7 @@ impl LevelIter {
         };
         match file.sst() {
             Ok(sst) => {
-                self.inner = Some(if self.fill_cache {
-                    sst.iter()
-                } else {
-                    sst.scan_iter()
-                });
+                self.inner = Some(sst.iter_filling(self.fill_cache));
                 true
             }
             Err(e) => {

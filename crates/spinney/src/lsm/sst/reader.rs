@@ -246,7 +246,8 @@ impl Sst {
         self.iter_filling(false)
     }
 
-    fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> SstIter {
+    /// `iter` if `fill_cache`, else `scan_iter`.
+    pub(crate) fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> SstIter {
         SstIter {
             index: self.index_iter(),
             sst: Arc::clone(self),
