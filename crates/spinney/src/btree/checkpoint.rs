@@ -395,10 +395,16 @@ impl BtreeTable {
     /// caller before this call), so the log before that is not needed for
     /// it: moves the persisted seqno there, in memory only (after a crash,
     /// replay finds nothing of this table past the durable seqno).
+    ///
+    /// Not after a failed checkpoint: it took the changes into an image it
+    /// never made durable (`changes` reads zero), and marked the table
+    /// failed before it let go of the checkpoint lock. Moving the seqno
+    /// then would let the log behind the durable image go, in the window
+    /// before the failure poisons the database.
     pub(crate) fn mark_clean_upto(&self, visible: u64) {
         if let Some(_durable) = self.ckpt.try_lock() {
             // A change is counted before its seqno becomes visible.
-            if self.changes.load(Ordering::Acquire) == 0 {
+            if self.changes.load(Ordering::Acquire) == 0 && self.file.failed.lock().is_none() {
                 self.persisted_seqno.fetch_max(visible, Ordering::AcqRel);
             }
         }
@@ -407,5 +413,49 @@ impl BtreeTable {
     /// Whether the table has changed since its last checkpoint.
     pub(crate) fn has_changes(&self) -> bool {
         self.changes.load(Ordering::Acquire) > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mvcc::horizon::Horizon;
+    use crate::mvcc::key::Kind;
+
+    #[test]
+    fn a_failed_checkpoint_never_lets_the_log_behind_its_image_go() {
+        // Goal: after a checkpoint fails past its freeze, the table must not
+        // report the log before the last seqno as unneeded: its image is the
+        // older one. (Found racing two checkpoints in
+        // `tests/crash_checkpoint.rs`: the one that succeeded let go of the
+        // log between the other's failure and the database's poisoning.)
+        // Method: one entry, a checkpoint whose log sync fails, then the
+        // question `log::delete_obsolete` asks.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = crate::fs::OsFs::new();
+        let options = TableOptions::default();
+        BtreeTable::create_file(&fs, dir.path(), 1, &options, 3).expect("create");
+        let cache = Arc::new(Cache::new(1 << 20));
+        let table = BtreeTable::open(&fs, dir.path(), 1, "t".into(), options, cache, 1, 1, 0)
+            .expect("open");
+        {
+            let mut st = table.writer();
+            let horizon = Horizon::no_readers(4);
+            table
+                .apply(&mut st, 4, Kind::Put, b"key", b"value", &horizon)
+                .expect("apply");
+        }
+        let failed = table.checkpoint(
+            || ((), 4, 0),
+            |_| Err(Error::io("sync", "log", std::io::Error::other("injected"))),
+            |_| Ok(()),
+        );
+        assert!(failed.is_err(), "the checkpoint did not fail");
+        table.mark_clean_upto(4);
+        assert_eq!(
+            table.persisted_seqno.load(Ordering::Acquire),
+            3,
+            "a failed checkpoint's table claimed the log up to its freeze"
+        );
     }
 }
