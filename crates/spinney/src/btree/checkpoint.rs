@@ -432,12 +432,7 @@ mod tests {
         // Method: one entry, a checkpoint whose log sync fails, then the
         // question `log::delete_obsolete` asks.
         let dir = tempfile::tempdir().expect("tempdir");
-        let fs = crate::fs::OsFs::new();
-        let options = TableOptions::default();
-        BtreeTable::create_file(&fs, dir.path(), 1, &options, 3).expect("create");
-        let cache = Arc::new(Cache::new(1 << 20));
-        let table = BtreeTable::open(&fs, dir.path(), 1, "t".into(), options, cache, 1, 1, 0)
-            .expect("open");
+        let table = super::super::scratch_table(dir.path(), 4096, 3);
         {
             let mut st = table.writer();
             let horizon = Horizon::no_readers(4);

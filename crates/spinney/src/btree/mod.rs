@@ -158,3 +158,17 @@ impl BtreeTable {
         }
     }
 }
+
+/// A table of its own for unit tests: a file in `dir`, a cache of 64 MiB,
+/// nothing written yet, the log empty to `seqno`.
+#[cfg(test)]
+pub(crate) fn scratch_table(dir: &std::path::Path, page_size: usize, seqno: u64) -> BtreeTable {
+    let fs = crate::fs::OsFs::new();
+    let options = TableOptions {
+        page_size,
+        ..TableOptions::btree()
+    };
+    BtreeTable::create_file(&fs, dir, 1, &options, seqno).expect("create");
+    let cache = Arc::new(crate::cache::Cache::new(64 << 20));
+    BtreeTable::open(&fs, dir, 1, "t".into(), options, cache, 1, 1, 0).expect("open")
+}

@@ -233,6 +233,12 @@ pub(crate) fn value(p: &[u8], i: usize) -> Value<'_> {
     cell_value(p.get(off..).unwrap_or(&[]))
 }
 
+/// Leaf cell `i`'s internal key and value, from one read of its offset.
+pub(crate) fn leaf_entry(p: &[u8], i: usize) -> (&[u8], Value<'_>) {
+    let c = p.get(cell_offset(p, i)..).unwrap_or_default();
+    (cell_key(c, KIND_LEAF), cell_value(c))
+}
+
 /// The value of a raw leaf cell (see `cell_bytes`).
 pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
     let (klen, overflow) = leaf_key_len(c);
@@ -248,60 +254,6 @@ pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
             pages: u32_at(c, at + 12),
         },
     }
-}
-
-/// Copies page `src` into `dst` (made the same length) but for the free
-/// space between its slots and its heap, which nothing reads: a cursor's
-/// copy of a leaf then reads a fifth less of a page three-quarters full.
-/// `dst`'s bytes there are whatever they were.
-pub(crate) fn copy_used(src: &[u8], dst: &mut Vec<u8>) {
-    dst.resize(src.len(), 0);
-    let slots_end = slot_at(count(src)).min(src.len());
-    let heap_start = heap(src).clamp(slots_end, src.len());
-    for range in [0..slots_end, heap_start..src.len()] {
-        if let (Some(d), Some(s)) = (dst.get_mut(range.clone()), src.get(range)) {
-            d.copy_from_slice(s);
-        }
-    }
-}
-
-/// Where leaf cell `i`'s parts lie in its page: its internal key, and its
-/// value if it is inline (None for a value in an overflow run). Empty
-/// ranges for a cell past the page, which a checked page does not have.
-pub(crate) fn leaf_parts(p: &[u8], i: usize) -> (Range<usize>, Option<Range<usize>>) {
-    let off = cell_offset(p, i);
-    let (klen, overflow) = leaf_key_len(p.get(off..).unwrap_or_default());
-    let key = off + 2..off + 2 + klen;
-    if key.end > p.len() {
-        return (0..0, Some(0..0));
-    }
-    if overflow {
-        return (key, None);
-    }
-    let vlen = u16_at(p, key.end);
-    let value = key.end + 2..key.end + 2 + vlen;
-    if value.end > p.len() {
-        return (key, Some(0..0));
-    }
-    (key, Some(value))
-}
-
-/// The positions of a leaf's cells whose values are in overflow runs, read
-/// off the slots and each cell's first two bytes.
-pub(crate) fn overflow_cells(p: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let n = count(p);
-    let slots = p.get(HEADER..HEADER + n * SLOT).unwrap_or_default();
-    slots
-        .as_chunks::<SLOT>()
-        .0
-        .iter()
-        .enumerate()
-        .filter(move |(_, s)| {
-            // The key length's top bit, in the second byte (little-endian).
-            let off = usize::from(u16::from_le_bytes([s[0], s[1]]));
-            p.get(off + 1).is_some_and(|b| b & 0x80 != 0)
-        })
-        .map(|(i, _)| i)
 }
 
 /// Points overflow cell `i` of a leaf at a run starting at `first`.
@@ -388,6 +340,20 @@ pub(crate) fn cell_bytes(p: &[u8], i: usize) -> &[u8] {
 fn prefetch_cell(p: &[u8], i: usize) {
     if i < count(p) {
         crate::prefetch::prefetch(p.get(cell_offset(p, i)..).unwrap_or_default());
+    }
+}
+
+/// Asks the CPU to start loading the cells of the slots in `range`, all
+/// at once (a cursor's window of a leaf).
+pub(crate) fn prefetch_cells(p: &[u8], range: Range<usize>) {
+    let n = count(p);
+    for i in range.start..range.end.min(n) {
+        // A cell's first three lines: its length is on the first, which
+        // has not arrived yet.
+        let off = cell_offset(p, i);
+        for line in [off, off + 64, off + 128] {
+            crate::prefetch::prefetch(p.get(line..).unwrap_or_default());
+        }
     }
 }
 
@@ -826,28 +792,6 @@ mod tests {
             }
         }
         assert!(with_prefix > 150, "{with_prefix} pages had a prefix");
-    }
-
-    #[test]
-    fn a_copy_without_the_free_space_reads_as_the_page() {
-        // Goal: a cursor's copy leaves out the free space between slots and
-        // heap, and reads the same: same keys, values and searches, over a
-        // buffer that held something else before.
-        let p = leaf_of(&["row-10", "row-11", "row-20", "row-31"]);
-        let mut copy = vec![0xAB; 100];
-        copy_used(&p, &mut copy);
-        assert_eq!(copy.len(), p.len());
-        assert_eq!(count(&copy), 4);
-        for i in 0..4 {
-            assert_eq!(ikey(&copy, i), ikey(&p, i));
-            assert_eq!(value(&copy, i), value(&p, i));
-        }
-        let mut c = 0;
-        let t = internal_key(b"row-2", 5, Kind::Put);
-        assert_eq!(lower_bound(&copy, KeyRef::of(&t), &mut c), 2);
-        assert!(copy[slot_at(4)..heap(&p)]
-            .iter()
-            .all(|&b| b == 0xAB || b == 0));
     }
 
     #[test]
