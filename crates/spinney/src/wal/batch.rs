@@ -8,9 +8,7 @@
 //! internal keys (0 delete, 1 put; on disk: never renumber).
 #![deny(clippy::indexing_slicing)]
 
-use crate::encoding::{
-    put_length_prefixed, put_u32, put_u64, put_u8, put_varint32, DecodeError, Decoder,
-};
+use crate::encoding::{put_length_prefixed, put_u8, put_varint32, DecodeError, Decoder};
 use crate::limits;
 use crate::mvcc::key::Kind;
 
@@ -62,11 +60,11 @@ impl BatchRep {
 
     /// The record bytes with `seqno_first` filled in.
     pub(crate) fn encode(&mut self, seqno_first: u64) -> &[u8] {
-        let mut header = Vec::with_capacity(HEADER_BYTES);
-        put_u64(&mut header, seqno_first);
-        put_u32(&mut header, self.count);
-        if let Some(h) = self.bytes.get_mut(..HEADER_BYTES) {
-            h.copy_from_slice(&header);
+        if let Some(h) = self.bytes.get_mut(..8) {
+            h.copy_from_slice(&seqno_first.to_le_bytes());
+        }
+        if let Some(h) = self.bytes.get_mut(8..HEADER_BYTES) {
+            h.copy_from_slice(&self.count.to_le_bytes());
         }
         &self.bytes
     }
