@@ -222,7 +222,7 @@ pub(crate) fn encode_page(
 /// Checks the framing of a disk page and returns its image.
 pub(crate) fn decode_page(
     pgno: u64,
-    raw: &[u8],
+    mut raw: Vec<u8>,
     image_len: usize,
 ) -> std::result::Result<Vec<u8>, String> {
     if raw.len() < DISK_HEADER {
@@ -231,12 +231,12 @@ pub(crate) fn decode_page(
             raw.len()
         ));
     }
-    let stored_len = u32_at(raw, 8) as usize;
+    let stored_len = u32_at(&raw, 8) as usize;
     let end = DISK_HEADER
         .checked_add(stored_len)
         .filter(|&e| e <= raw.len())
         .ok_or_else(|| format!("payload length {stored_len} runs past the page"))?;
-    let crc = u32_at(raw, 0);
+    let crc = u32_at(&raw, 0);
     let actual = crc32c2(&pgno.to_le_bytes(), raw.get(4..end).unwrap_or(&[]));
     if crc != actual {
         return Err(format!(
@@ -245,7 +245,13 @@ pub(crate) fn decode_page(
     }
     let payload = raw.get(DISK_HEADER..end).unwrap_or(&[]);
     let image = match raw.get(4).copied() {
-        Some(CODEC_NONE) => payload.to_vec(),
+        Some(CODEC_NONE) => {
+            // The image is the payload: moved to the front of the buffer
+            // read (no second page allocated for each page read).
+            raw.copy_within(DISK_HEADER..end, 0);
+            raw.truncate(end - DISK_HEADER);
+            raw
+        }
         Some(CODEC_LZ4) => lz4_flex::block::decompress(payload, image_len)
             .map_err(|e| format!("lz4 payload does not decompress: {e}"))?,
         Some(CODEC_ZSTD) => zstd::bulk::decompress(payload, image_len)
@@ -451,7 +457,7 @@ mod tests {
         assert_eq!(out.get(DISK_HEADER..), Some(image.as_slice()));
         let crc = crc32c2(&3u64.to_le_bytes(), out.get(4..).unwrap_or(&[]));
         assert_eq!(out.get(..4), Some(crc.to_le_bytes().as_slice()));
-        assert_eq!(decode_page(3, &out, image.len()), Ok(image));
+        assert_eq!(decode_page(3, out.clone(), image.len()), Ok(image));
     }
 
     #[test]
@@ -469,8 +475,14 @@ mod tests {
             let out = encode_page(5, &image, compression, page_size);
             assert_eq!(out.get(4), Some(&codec));
             assert_eq!(out.len() % SECTOR, 0);
-            assert_eq!(decode_page(5, &out, image.len()).as_ref(), Ok(&image));
-            assert!(decode_page(6, &out, image.len()).is_err(), "misplaced");
+            assert_eq!(
+                decode_page(5, out.clone(), image.len()).as_ref(),
+                Ok(&image)
+            );
+            assert!(
+                decode_page(6, out.clone(), image.len()).is_err(),
+                "misplaced"
+            );
             // Bytes past the payload (a compressed page's padding) mean nothing.
             let end = DISK_HEADER + u32_at(&out, 8) as usize;
             for at in [0usize, 4, 5, 8, 13, end - 1] {
@@ -478,10 +490,10 @@ mod tests {
                 if let Some(b) = bad.get_mut(at) {
                     *b ^= 0x10;
                 }
-                assert!(decode_page(5, &bad, image.len()).is_err(), "flip at {at}");
+                assert!(decode_page(5, bad, image.len()).is_err(), "flip at {at}");
             }
             let short = out.get(..DISK_HEADER - 1).unwrap_or(&[]);
-            assert!(decode_page(5, short, image.len()).is_err());
+            assert!(decode_page(5, short.to_vec(), image.len()).is_err());
         }
     }
 }

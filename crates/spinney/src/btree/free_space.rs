@@ -43,6 +43,9 @@ pub(crate) struct TreeState {
     /// key in each.
     pub(super) untidy: HashSet<u64>,
     pub(super) untidy_keys: Vec<Vec<u8>>,
+    /// A buffer the writer rebuilds pages from (`reshape`), kept between
+    /// uses.
+    pub(super) scratch: Vec<u8>,
 }
 
 impl TreeState {

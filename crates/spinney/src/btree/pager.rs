@@ -376,8 +376,9 @@ impl PageFile {
     pub(crate) fn read_page(&self, pgno: u64) -> Result<Vec<u8>> {
         let mut raw = vec![0u8; self.page_size];
         let n = self.file.read_at(self.offset(pgno), &mut raw)?;
+        raw.truncate(n);
         self.counters.from_storage.fetch_add(1, Ordering::Relaxed);
-        let image = format::decode_page(pgno, raw.get(..n).unwrap_or(&[]), self.image_len())
+        let image = format::decode_page(pgno, raw, self.image_len())
             .map_err(|detail| self.corrupt(pgno, detail))?;
         page::check_structure(&image).map_err(|detail| self.corrupt(pgno, detail))?;
         Ok(image)
@@ -626,11 +627,14 @@ mod tests {
             let mut raw = vec![0u8; 4096];
             let n = pf.file.read_at(3 * 4096, &mut raw).expect("raw");
             raw.truncate(n);
-            assert!(decode_page(4, &raw, p.len()).is_err(), "misplaced page");
+            assert!(
+                decode_page(4, raw.clone(), p.len()).is_err(),
+                "misplaced page"
+            );
             for at in [0usize, 5, 13, 40] {
                 let mut bad = raw.clone();
                 bad[at] ^= 0x10;
-                assert!(decode_page(3, &bad, p.len()).is_err(), "flip at {at}");
+                assert!(decode_page(3, bad, p.len()).is_err(), "flip at {at}");
             }
         }
     }

@@ -44,21 +44,30 @@ impl BtreeTable {
         newer_before: Option<(&[u8], u64)>,
     ) {
         let n = page::count(p);
-        let ikeys: Vec<&[u8]> = (0..n).map(|i| page::ikey(p, i)).collect();
-        let keep = versions_kept(&ikeys, horizon, newer_before);
+        let keep = {
+            let ikeys: Vec<&[u8]> = (0..n).map(|i| page::ikey(p, i)).collect();
+            versions_kept(&ikeys, horizon, newer_before)
+        };
         if keep.iter().all(|&k| k) {
             return;
         }
-        let mut cells = Vec::with_capacity(n);
-        for (v, &k) in keep.iter().enumerate() {
-            if k {
-                cells.push(page::cell_bytes(p, v).to_vec());
-            } else {
-                let dropped = page::value(p, v);
-                self.release_value(st, dropped);
-            }
+        for (v, _) in keep.iter().enumerate().filter(|(_, &k)| !k) {
+            self.release_value(st, page::value(p, v));
         }
+        // The page is rebuilt from a copy of itself (one buffer the writer
+        // keeps, not a vector per cell).
+        let mut copy = std::mem::take(&mut st.scratch);
+        copy.clear();
+        copy.extend_from_slice(p);
+        let cells: Vec<&[u8]> = keep
+            .iter()
+            .enumerate()
+            .filter(|(_, &k)| k)
+            .map(|(v, _)| page::cell_bytes(&copy, v))
+            .collect();
         page::rebuild(p, &cells);
+        drop(cells);
+        st.scratch = copy;
     }
 
     /// A key whose versions fill more than a leaf goes on in the next
@@ -419,11 +428,21 @@ impl BtreeTable {
         {
             return Ok(());
         }
-        let cells: Vec<Vec<u8>> = leaves
+        // The run's cells, copied into one buffer the writer keeps (the
+        // leaves are rebuilt in place from it).
+        let mut copy = std::mem::take(&mut st.scratch);
+        copy.clear();
+        let mut spans = Vec::new();
+        for g in &leaves {
+            for i in 0..page::count(&g.image) {
+                let c = page::cell_bytes(&g.image, i);
+                spans.push(copy.len()..copy.len() + c.len());
+                copy.extend_from_slice(c);
+            }
+        }
+        let cells: Vec<&[u8]> = spans
             .iter()
-            .flat_map(|g| {
-                (0..page::count(&g.image)).map(|i| page::cell_bytes(&g.image, i).to_vec())
-            })
+            .map(|r| copy.get(r.clone()).unwrap_or_default())
             .collect();
         let keep = {
             let ikeys: Vec<&[u8]> = cells.iter().map(|c| cell_key(c, true)).collect();
@@ -497,6 +516,8 @@ impl BtreeTable {
         for c in &dropped {
             self.release_value(st, page::cell_value(c));
         }
+        drop((kept, dropped));
+        st.scratch = copy;
         self.collapse_root(st, &mut root, guards);
         Ok(())
     }
@@ -649,7 +670,7 @@ fn leaf_split_point<C: AsRef<[u8]>>(cells: &[C], append: bool, room: usize) -> u
 /// page only more than 15/16 full is cut in two halves instead, so that a
 /// page of live data one write from full is not split and packed again by
 /// every write to it.
-fn pack(cells: &[Vec<u8>], room: usize, pages: usize) -> Option<Vec<usize>> {
+fn pack<C: AsRef<[u8]>>(cells: &[C], room: usize, pages: usize) -> Option<Vec<usize>> {
     let before = bytes_before(cells);
     let total = before.last().copied().unwrap_or(0);
     let mut cuts = vec![0usize];
