@@ -1406,6 +1406,50 @@ fn a_cursor_walking_both_ways_through_wide_leaves_shows_its_own_state() {
     c.status().expect("status");
 }
 
+#[test]
+fn pages_copied_after_a_checkpoint_leave_the_cache() {
+    // Goal: a write after a checkpoint copies each page on its path; the
+    // page copied is the durable image's alone, and no new descent reaches
+    // it, so its frame leaves the cache rather than holding a budget's
+    // worth of dead pages. Method: a cache large enough for several copies
+    // of the tree; every key rewritten after a checkpoint; before the
+    // next checkpoint (which lets go of the pages it frees), the cache
+    // holds about one tree, not two.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        cache_size: 64 << 20,
+        background_threads: 0,
+        autowork: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let t = db.create_table("t", btree(4096)).expect("create");
+    let n = 20_000u32;
+    for round in 0..2u32 {
+        if round > 0 {
+            db.checkpoint().expect("checkpoint");
+        }
+        for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+            let mut b = WriteBatch::new();
+            for &i in chunk {
+                b.put(
+                    &t,
+                    &key(i),
+                    format!("value {i} of round {round}").as_bytes(),
+                );
+            }
+            db.write(b).expect("write");
+        }
+    }
+    let s = shape(&t);
+    let tree = (s.leaf_pages + s.branch_pages) * s.page_size;
+    let used = db.stats().cache.usage_bytes;
+    assert!(
+        used < tree * 3 / 2,
+        "the cache holds {used} bytes for a tree of {tree}: {s:?}"
+    );
+}
+
 /// Holds one page read (after it has read) or write (before it writes) of a
 /// B-tree file until released, so that a test can run other operations in
 /// the middle of it.

@@ -193,13 +193,21 @@ impl BtreeTable {
         loop {
             let mut frame = self.fetch_for_write(pgno, &mut ctx)?;
             if !st.fresh.contains(&pgno) {
-                frame = self.copy_page(
+                let copy = self.copy_page(
                     st,
                     &frame,
                     path.last().map(|(f, _)| f),
                     pos_in_parent,
                     horizon,
                 )?;
+                let old = std::mem::replace(&mut frame, copy);
+                // The old page is only the durable image's now, and no new
+                // descent reaches it: its frame leaves the cache if it can
+                // at once (written, and neither latched nor held by a
+                // reader), so that copies do not fill the cache with dead
+                // pages. A reader that reaches it later reads it from the
+                // file, unchanged until the page is reused.
+                self.cache.evict_if_idle((self.file.owner, old.pgno), old);
             }
             let (is_leaf, child, pos) = {
                 let g = frame.read();
