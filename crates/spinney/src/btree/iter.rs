@@ -44,6 +44,18 @@ struct Span {
     end: usize,
 }
 
+impl Span {
+    /// The entry's internal key, in the window's bytes `data`.
+    fn key(self, data: &[u8]) -> &[u8] {
+        data.get(self.key..self.value).unwrap_or_default()
+    }
+
+    /// The entry's value, in the window's bytes `data`.
+    fn value(self, data: &[u8]) -> &[u8] {
+        data.get(self.value..self.end).unwrap_or_default()
+    }
+}
+
 /// How a load picks the entries of the leaf it finds.
 #[derive(Clone, Copy)]
 enum Pick<'a> {
@@ -151,13 +163,9 @@ impl BtreeIter {
         let count = page::count(p);
         let mut compared = 0;
         let (lo, hi) = match pick {
-            Pick::AtOrAfter(k) => {
-                let lo = page::lower_bound(p, KeyRef::of(k), &mut compared);
-                (lo, count.min(lo + self.window))
-            }
-            Pick::After(k) => {
+            Pick::AtOrAfter(k) | Pick::After(k) => {
                 let mut lo = page::lower_bound(p, KeyRef::of(k), &mut compared);
-                if lo < count && page::ikey(p, lo) == k {
+                if matches!(pick, Pick::After(_)) && lo < count && page::ikey(p, lo) == k {
                     lo += 1;
                 }
                 (lo, count.min(lo + self.window))
@@ -238,8 +246,7 @@ impl BtreeIter {
                 // changed since it was copied: go on after its last key,
                 // wherever that now is.
                 let last = self.spans.last().copied().unwrap_or_default();
-                let key = self.data.get(last.key..last.value).unwrap_or_default();
-                Bounds::copy(&mut edge, key);
+                Bounds::copy(&mut edge, last.key(&self.data));
                 self.load(Target::AtOrAfter(KeyRef::of(&edge)), Pick::After(&edge))
             } else if let Some(high) = self.bounds.high() {
                 // The first key not yet seen, wherever it now is.
@@ -361,10 +368,7 @@ impl InternalIterator for BtreeIter {
         }
         // The last entry before this one: before the window.
         let first = self.spans.first().copied().unwrap_or_default();
-        let key = self.data.get(first.key..first.value).unwrap_or_default();
-        let mut edge = std::mem::take(&mut self.edge);
-        Bounds::copy(&mut edge, key);
-        self.edge = edge;
+        Bounds::copy(&mut self.edge, first.key(&self.data));
         self.spans.clear();
         self.data.clear();
         self.settle_backward();
@@ -374,16 +378,14 @@ impl InternalIterator for BtreeIter {
         if !self.valid {
             return &[];
         }
-        let s = self.span();
-        self.data.get(s.key..s.value).unwrap_or_default()
+        self.span().key(&self.data)
     }
 
     fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
         }
-        let s = self.span();
-        self.data.get(s.value..s.end).unwrap_or_default()
+        self.span().value(&self.data)
     }
 
     fn status(&self) -> Result<()> {
