@@ -14,8 +14,8 @@ mod common;
 use std::sync::Arc;
 
 use common::model::State;
-use common::{drop_within_seconds, DB};
-use spinney::fs::{FaultFs, FaultKind};
+use common::{drop_within_seconds, reopen_after_crash, DB};
+use spinney::fs::{FaultFs, FaultKind, PendingWrites};
 use spinney::{limits, Db, Durability, Error, Options, Table, TableOptions, WriteBatch};
 
 /// The sizes where length fields change width or a limit lies.
@@ -134,8 +134,9 @@ fn check(ctx: &str, db: &Db, models: &[State]) {
 fn crash_and_reopen(ctx: &str, fs: &Arc<FaultFs>, db: Db, tear: u64) -> Db {
     fs.inject(0, FaultKind::Crash);
     drop_within_seconds(db, (), ctx);
-    fs.crash(Some(tear));
-    Db::open(DB, options(fs)).unwrap_or_else(|e| panic!("{ctx}: reopen after a crash: {e}"))
+    let pending = PendingWrites::nth(tear, tear);
+    fs.crash_with(pending);
+    reopen_after_crash(&format!("{ctx}, {pending:?}"), pending, &options(fs)).0
 }
 
 fn table_handles(db: &Db) -> Vec<Table> {

@@ -34,10 +34,13 @@ use std::time::Duration;
 use common::checkpointed::{build, check_recovery, checkpoint_span, quiet_options, Built};
 use common::load::{batches, load, open_busy};
 use common::model::{key, matching_prefixes, write_batch, State};
-use common::{btree_table, check_scans, drop_within_seconds, read_all, table_stats, DB};
+use common::{
+    btree_table, check_scans, drop_within_seconds, each_way, read_all, reopen_after_crash,
+    table_stats, DB,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spinney::fs::{FaultFs, FaultKind};
+use spinney::fs::{FaultFs, FaultKind, PendingWrites};
 use spinney::{Db, Durability, Error, Options, WriteBatch};
 
 #[test]
@@ -58,8 +61,8 @@ fn crash_at_every_operation_of_a_checkpoint_keeps_every_acknowledged_batch() {
         "a checkpoint of two tables took only {span} ops"
     );
     for k in 0..span {
-        for tear in [None, Some(k * 7 + 1)] {
-            let ctx = format!("checkpoint: crash at op {k} of {span}, tear {tear:?}");
+        for pending in each_way(k * 7 + 1) {
+            let ctx = format!("checkpoint: crash at op {k} of {span}, {pending:?}");
             let fs = FaultFs::new();
             let built = build(&fs);
             fs.inject(k, FaultKind::Crash);
@@ -69,8 +72,8 @@ fn crash_at_every_operation_of_a_checkpoint_keeps_every_acknowledged_batch() {
             assert!(fs.is_crashed(), "{ctx}: the crash missed the checkpoint");
             let Built { db, tables, models } = built;
             drop_within_seconds(db, tables, &ctx);
-            fs.crash(tear);
-            check_recovery(&ctx, &fs, &models);
+            fs.crash_with(pending);
+            check_recovery(&ctx, &fs, &models, pending);
         }
     }
 }
@@ -107,7 +110,7 @@ fn crash_at_every_operation_of_a_btree_compact_all_keeps_every_acknowledged_batc
         let Built { db, tables, models } = built;
         drop(tables);
         db.close().expect("close after the dry run");
-        check_recovery("compact_all, no fault", &fs, &models);
+        check_recovery("compact_all, no fault", &fs, &models, PendingWrites::Lost);
         (span, before, after)
     };
     eprintln!("compact_all: file {before} -> {after} bytes in {span} operations");
@@ -116,9 +119,8 @@ fn crash_at_every_operation_of_a_btree_compact_all_keeps_every_acknowledged_batc
         "compact_all did not shrink the file: {before} -> {after} bytes"
     );
     assert!(span >= 10, "compact_all took only {span} ops");
-    for k in 0..span {
-        let tear = (k % 2 == 1).then_some(k * 5 + 3);
-        let ctx = format!("compact_all: crash at op {k} of {span}, tear {tear:?}");
+    for (k, pending) in (0..span).flat_map(|k| each_way(k * 5 + 3).map(|p| (k, p))) {
+        let ctx = format!("compact_all: crash at op {k} of {span}, {pending:?}");
         let fs = FaultFs::new();
         let built = build(&fs);
         size(&built.tables[0]);
@@ -127,8 +129,8 @@ fn crash_at_every_operation_of_a_btree_compact_all_keeps_every_acknowledged_batc
         assert!(fs.is_crashed(), "{ctx}: the crash missed compact_all");
         let Built { db, tables, models } = built;
         drop_within_seconds(db, tables, &ctx);
-        fs.crash(tear);
-        check_recovery(&ctx, &fs, &models);
+        fs.crash_with(pending);
+        check_recovery(&ctx, &fs, &models, pending);
     }
 }
 
@@ -186,10 +188,14 @@ fn io_error_in_a_checkpoint(kind: FaultKind) {
             }
             let Built { db, tables, models } = built;
             drop_within_seconds(db, tables, &ctx);
-            if crash {
-                fs.crash(Some(k));
-            }
-            check_recovery(&ctx, &fs, &models);
+            let pending = if crash {
+                let pending = PendingWrites::nth(k + 1, k);
+                fs.crash_with(pending);
+                pending
+            } else {
+                PendingWrites::Lost
+            };
+            check_recovery(&ctx, &fs, &models, pending);
         }
     }
     assert!(
@@ -268,8 +274,8 @@ fn checkpoints_racing_a_failed_checkpoint_claim_nothing_that_is_not_durable() {
     let mut failed_checkpoints = 0;
     for point in 0..80u64 {
         let k = point * 11;
-        let tear = (point % 2 == 0).then_some(point);
-        let ctx = format!("checkpoint race: EIO at op {k}, tear {tear:?}");
+        let pending = PendingWrites::nth(point, point);
+        let ctx = format!("checkpoint race: EIO at op {k}, {pending:?}");
         let fs = FaultFs::new();
         // A cache that holds the whole tree: the operations are mostly the
         // checkpoints' (and the log's), not evictions.
@@ -326,8 +332,8 @@ fn checkpoints_racing_a_failed_checkpoint_claim_nothing_that_is_not_durable() {
         let errors = errors.into_inner().expect("lock");
         failed_checkpoints += usize::from(errors.iter().any(|e| e.starts_with("checkpoint: I/O")));
         drop_within_seconds(db, tables, &ctx);
-        fs.crash(tear);
-        let db = Db::open(DB, opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        fs.crash_with(pending);
+        let (db, _) = reopen_after_crash(&ctx, pending, &opts);
         let state = read_all(&db, &["bt"], &ctx);
         let (lo, hi) = (lower.into_inner(), attempted.into_inner());
         let found = matching_prefixes(&plan, &state, lo, hi);

@@ -39,11 +39,12 @@ use common::two_tables::{
     open_tables, options, random_entry, some_batches, write_acknowledged, TABLES,
 };
 use common::{
-    check_scans, drop_within_seconds, kinds, lsm_table, read_all, read_table, table_stats, DB,
+    check_scans, drop_within_seconds, kinds, lsm_table, read_all, read_table, reopen_after_crash,
+    table_stats, DB,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spinney::fs::{FaultFs, FaultKind};
+use spinney::fs::{FaultFs, FaultKind, PendingWrites};
 use spinney::{Db, Durability, Error, Table, TableOptions};
 
 /// What a run of a plan got done before the machine died.
@@ -199,13 +200,9 @@ fn crash_at_spread_points(case: &CrashCase) -> usize {
         // Spread over the whole run, jittered so that seeds cover different ops.
         let base = span * point as u64 / case.crash_points as u64;
         let k = base + rng.gen_range(0..(span / case.crash_points as u64).max(1));
-        let tear = if point % 2 == 0 {
-            Some(rng.gen())
-        } else {
-            None
-        };
+        let pending = PendingWrites::nth(point as u64, rng.gen());
         let ctx = format!(
-            "seed {} {:?} crash after {k} of {span} ops, tear {tear:?}",
+            "seed {} {:?} crash after {k} of {span} ops, {pending:?}",
             case.seed, case.durability
         );
 
@@ -217,9 +214,11 @@ fn crash_at_spread_points(case: &CrashCase) -> usize {
         let out = run(&db, &tables, &plan, false, None);
         died += usize::from(out.error.is_some());
         drop_within_seconds(db, tables, &ctx);
-        fs.crash(tear);
+        fs.crash_with(pending);
 
-        let db = Db::open(DB, opts.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        // The second open below is a default one even after a recovery to
+        // a point in time: that recovery leaves no damage behind.
+        let (db, _) = reopen_after_crash(&ctx, pending, &opts);
         let state = read_all(&db, &TABLES, &ctx);
         let (lo, hi) = allowed_prefixes(case.durability, &out);
         let found = matching_prefixes(&batches, &state, lo, hi);
@@ -372,18 +371,17 @@ fn crash_under_load(case: &LoadCase) -> u64 {
     let mut died = 0;
     for point in 0..case.points {
         let k = span * point / case.points + rng.gen_range(0..span / case.points);
-        let tear = (point % 4 != 3).then(|| rng.gen());
-        let ctx = format!("{what}: crash at op {k} of about {span}, tear {tear:?}");
+        let pending = PendingWrites::nth(point, rng.gen());
+        let ctx = format!("{what}: crash at op {k} of about {span}, {pending:?}");
         let fs = FaultFs::new();
         let (db, tables) = open_busy(&fs, case.durability, case.mixed);
         fs.inject(k, FaultKind::Crash);
         let out = run(&db, &tables, &plan, case.driver, PACE);
         drop_within_seconds(db, tables, &ctx);
         died += u64::from(fs.is_crashed());
-        fs.crash(tear);
+        fs.crash_with(pending);
 
-        let db =
-            Db::open(DB, at_rest_options(&fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        let (db, _) = reopen_after_crash(&ctx, pending, &at_rest_options(&fs));
         let state = read_all(&db, &names, &ctx);
         let (lo, hi) = allowed_prefixes(case.durability, &out);
         let found = matching_prefixes(&batches, &state, lo, hi);
@@ -511,9 +509,13 @@ fn io_error_in_commit(kind: FaultKind, table: &TableOptions) {
     };
     assert!(commit_span >= 1);
     for k in 0..commit_span {
-        for crash in [false, true] {
+        for crash in [
+            None,
+            Some(PendingWrites::InOrder(k)),
+            Some(PendingWrites::Any(k)),
+        ] {
             let ctx = format!(
-                "{:?} {kind:?} at op {k} of a commit of {commit_span}, crash {crash}",
+                "{:?} {kind:?} at op {k} of a commit of {commit_span}, crash {crash:?}",
                 table.kind
             );
             let fs = FaultFs::new();
@@ -545,10 +547,13 @@ fn io_error_in_commit(kind: FaultKind, table: &TableOptions) {
                 }
             }
             drop_within_seconds(db, tables, &ctx);
-            if crash {
-                fs.crash(Some(k));
-            }
-            let db = Db::open(DB, opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+            let db = match crash {
+                Some(pending) => {
+                    fs.crash_with(pending);
+                    reopen_after_crash(&ctx, pending, &opts).0
+                }
+                None => Db::open(DB, opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}")),
+            };
             let state = read_all(&db, &TABLES, &ctx);
             let mut with_failed = model.clone();
             apply(&mut with_failed, &failing);

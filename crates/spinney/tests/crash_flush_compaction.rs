@@ -37,10 +37,13 @@ use std::sync::Arc;
 use common::files::check_files;
 use common::model::{apply, key, value, write_batch, Batch, State};
 use common::two_tables::{open_tables, ops_of, options, some_batches, write_acknowledged, TABLES};
-use common::{check_recovered, check_scans, drop_within_seconds, kinds, read_all, DB};
+use common::{
+    check_recovered, check_scans, drop_within_seconds, each_way, kinds, read_all,
+    reopen_after_crash, DB,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spinney::fs::{FaultFs, FaultKind};
+use spinney::fs::{FaultFs, FaultKind, PendingWrites};
 use spinney::{
     CompactionOptions, CompactionStyle, Db, Durability, Error, Options, Table, TableOptions,
     WriteBatch,
@@ -68,8 +71,8 @@ fn crash_at_every_operation_of_a_flush_loses_no_acknowledged_batch() {
             span >= 4,
             "{kind}: a flush of two tables took only {span} operations"
         );
-        for k in 0..span {
-            let ctx = format!("{kind}: flush crash after {k} of {span} ops");
+        for (k, pending) in (0..span).flat_map(|k| each_way(k).map(|p| (k, p))) {
+            let ctx = format!("{kind}: flush crash after {k} of {span} ops, {pending:?}");
             let fs = FaultFs::new();
             let opts = options(&fs, Durability::Full);
             let db = Db::open(DB, opts.clone()).expect("open");
@@ -81,9 +84,9 @@ fn crash_at_every_operation_of_a_flush_loses_no_acknowledged_batch() {
             // either way the machine is down, so the flush fails.
             assert!(db.flush().is_err(), "{ctx}: flush succeeded");
             drop_within_seconds(db, tables, &ctx);
-            fs.crash(if k % 2 == 0 { Some(k) } else { None });
+            fs.crash_with(pending);
 
-            let db = Db::open(DB, opts.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+            let (db, _) = reopen_after_crash(&ctx, pending, &opts);
             assert!(
                 read_all(&db, &TABLES, &ctx) == model,
                 "{ctx}: recovered state differs"
@@ -305,8 +308,8 @@ fn perform(op: Operation, built: &Built) -> spinney::Result<()> {
 }
 
 /// Reopens after a crash and checks everything the module comment promises.
-fn check_recovery(ctx: &str, fs: &Arc<FaultFs>, models: &[State]) {
-    let db = Db::open(DB, quiet_options(fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+fn check_recovery(ctx: &str, fs: &Arc<FaultFs>, models: &[State], pending: PendingWrites) {
+    let (db, _) = reopen_after_crash(ctx, pending, &quiet_options(fs));
     check_recovered(ctx, &db, &TABLES, models);
     check_files(&format!("{ctx}, after recovery"), fs, &db, &TABLES, 0);
 
@@ -366,13 +369,17 @@ fn crash_at_every_operation(style: CompactionStyle, op: Operation) -> u64 {
         let Built { db, tables, models } = built;
         drop(tables);
         db.close().expect("close after the dry run");
-        check_recovery(&format!("{style:?} {op:?}, no crash"), &fs, &models);
+        check_recovery(
+            &format!("{style:?} {op:?}, no crash"),
+            &fs,
+            &models,
+            PendingWrites::Lost,
+        );
         span
     };
     assert!(span >= 8, "{style:?} {op:?} took only {span} operations");
-    for k in 0..span {
-        let tear = (k % 2 == 0).then_some(k);
-        let ctx = format!("{style:?} {op:?}: crash at op {k} of {span}, tear {tear:?}");
+    for (k, pending) in (0..span).flat_map(|k| each_way(k).map(|p| (k, p))) {
+        let ctx = format!("{style:?} {op:?}: crash at op {k} of {span}, {pending:?}");
         let fs = FaultFs::new();
         let built = build(&fs, style, op);
         fs.inject(k, FaultKind::Crash);
@@ -386,8 +393,8 @@ fn crash_at_every_operation(style: CompactionStyle, op: Operation) -> u64 {
         let Built { db, tables, models } = built;
         drop(tables);
         drop(db);
-        fs.crash(tear);
-        check_recovery(&ctx, &fs, &models);
+        fs.crash_with(pending);
+        check_recovery(&ctx, &fs, &models, pending);
     }
     span
 }
@@ -536,17 +543,17 @@ fn crashes_during_background_compactions_keep_every_acknowledged_batch() {
     let mut died = 0;
     for point in 0..points {
         let k = span * point / points + rng.gen_range(0..span / points);
-        let tear = (point % 2 == 0).then(|| rng.gen());
-        let ctx = format!("background load: crash at op {k} of about {span}, tear {tear:?}");
+        let pending = PendingWrites::nth(point, rng.gen());
+        let ctx = format!("background load: crash at op {k} of about {span}, {pending:?}");
         let fs = FaultFs::new();
         let (db, tables) = open_busy(&fs);
         fs.inject(k, FaultKind::Crash);
         let acknowledged = run_load(&db, &tables, &batches);
         drop_within_seconds(db, tables, &ctx);
         died += usize::from(fs.is_crashed());
-        fs.crash(tear);
+        fs.crash_with(pending);
 
-        let db = Db::open(DB, quiet_options(&fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        let (db, _) = reopen_after_crash(&ctx, pending, &quiet_options(&fs));
         let state = read_all(&db, &TABLES, &ctx);
         let mut model = vec![State::new(); 2];
         for b in &batches[..acknowledged] {

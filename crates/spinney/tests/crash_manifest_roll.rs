@@ -23,7 +23,7 @@ use std::sync::Arc;
 use common::files::manifests_in;
 use common::model::State;
 use common::two_tables::options;
-use common::{drop_within_seconds, kinds, lsm_table, read_table, DB};
+use common::{drop_within_seconds, each_way, kinds, lsm_table, read_table, reopen_after_crash, DB};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spinney::fs::{FaultFs, FaultKind};
@@ -49,8 +49,8 @@ fn crash_at_every_operation_of_create_table_leaves_the_catalog_whole() {
         let span = fs.mutating_ops() - start;
         drop(db);
         assert!(span > 0);
-        for k in 0..span {
-            let ctx = format!("{kind}: create_table crash after {k} of {span} ops");
+        for (k, pending) in (0..span).flat_map(|k| each_way(k).map(|p| (k, p))) {
+            let ctx = format!("{kind}: create_table crash after {k} of {span} ops, {pending:?}");
             let fs = FaultFs::new();
             let opts = options(&fs, Durability::Full);
             let db = Db::open(DB, opts.clone()).expect("open");
@@ -59,9 +59,9 @@ fn crash_at_every_operation_of_create_table_leaves_the_catalog_whole() {
             fs.inject(k, FaultKind::Crash);
             assert!(db.create_table("second", table.clone()).is_err(), "{ctx}");
             drop_within_seconds(db, first, &ctx);
-            fs.crash(if k % 2 == 0 { Some(k) } else { None });
+            fs.crash_with(pending);
 
-            let db = Db::open(DB, opts.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+            let (db, _) = reopen_after_crash(&ctx, pending, &opts);
             let first = db.table("first").expect("first survives");
             assert_eq!(first.get(b"k").expect("get"), Some(b"v".to_vec()), "{ctx}");
             let second = match db.table("second") {
@@ -265,8 +265,8 @@ fn crash_at_every_operation_of_a_manifest_roll_recovers_the_acknowledged_state()
     for trigger in TRIGGERS {
         let span = ops_of(trigger);
         assert!(span >= 10, "{trigger:?} took only {span} operations");
-        for k in 0..span {
-            let ctx = format!("{trigger:?}, crash at op {k} of {span}");
+        for (k, pending) in (0..span).flat_map(|k| each_way(k).map(|p| (k, p))) {
+            let ctx = format!("{trigger:?}, crash at op {k} of {span}, {pending:?}");
             let fs = FaultFs::new();
             let (db, expected) = at_the_limit(&fs);
             fs.inject(k, FaultKind::Crash);
@@ -274,10 +274,9 @@ fn crash_at_every_operation_of_a_manifest_roll_recovers_the_acknowledged_state()
             // the switch) does not fail the change: it is durable.
             let acknowledged = trigger.run(&db).is_ok();
             drop_within_seconds(db, (), &ctx);
-            fs.crash(if k % 2 == 0 { Some(k) } else { None });
+            fs.crash_with(pending);
 
-            let db =
-                Db::open(DB, fault_options(&fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+            let (db, _) = reopen_after_crash(&ctx, pending, &fault_options(&fs));
             check_recovered(&db, &expected, trigger, acknowledged, &ctx);
             manifest_path(&fs);
             db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));

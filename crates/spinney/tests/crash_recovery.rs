@@ -20,8 +20,8 @@ use std::sync::Arc;
 use common::checkpointed::{build, check_recovery, quiet_options, Built};
 use common::model::{Batch, State};
 use common::two_tables::{open_tables, options, some_batches, write_acknowledged, TABLES};
-use common::{drop_within_seconds, lsm_table, read_all, DB};
-use spinney::fs::{FaultFs, FaultKind};
+use common::{drop_within_seconds, each_way, lsm_table, read_all, reopen_after_crash, DB};
+use spinney::fs::{FaultFs, FaultKind, PendingWrites};
 use spinney::{Db, Durability, Options};
 
 /// A database in the state a test starts from: its table handles, dropped
@@ -74,21 +74,20 @@ fn recovery_span(
 /// whether the crash met it, and returns the model.
 fn crash_recovery_at(
     k: u64,
-    tear: Option<u64>,
+    pending: PendingWrites,
     prepare: &dyn Fn(&Arc<FaultFs>) -> Prepared,
     options: &dyn Fn(&Arc<FaultFs>) -> Options,
 ) -> (Arc<FaultFs>, Vec<State>, bool) {
     let fs = FaultFs::new();
     let models = crashed(&fs, prepare);
-    let met = crash_open_at(&fs, k, tear, options);
+    let met = crash_open_at(&fs, k, pending, options);
     (fs, models, met)
 }
 
 /// Reopens the two LSM tables for real: they hold `model`, and `verify`
 /// passes.
-fn check_lsm_recovery(ctx: &str, fs: &Arc<FaultFs>, model: &[State]) {
-    let db = Db::open(DB, options(fs, Durability::Full))
-        .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+fn check_lsm_recovery(ctx: &str, fs: &Arc<FaultFs>, model: &[State], pending: PendingWrites) {
+    let (db, _) = reopen_after_crash(ctx, pending, &options(fs, Durability::Full));
     assert!(
         read_all(&db, &TABLES, ctx) == model,
         "{ctx}: recovered state differs"
@@ -97,11 +96,12 @@ fn check_lsm_recovery(ctx: &str, fs: &Arc<FaultFs>, model: &[State]) {
 }
 
 /// Opens the database with power lost at the open's operation `k` (then
-/// `tear` applied); says whether the loss met the open.
+/// pending writes treated as `pending` says); says whether the loss met
+/// the open.
 fn crash_open_at(
     fs: &Arc<FaultFs>,
     k: u64,
-    tear: Option<u64>,
+    pending: PendingWrites,
     options: &dyn Fn(&Arc<FaultFs>) -> Options,
 ) -> bool {
     fs.inject(k, FaultKind::Crash);
@@ -109,7 +109,7 @@ fn crash_open_at(
         drop(db);
     }
     let met = fs.is_crashed();
-    fs.crash(tear);
+    fs.crash_with(pending);
     met
 }
 
@@ -128,9 +128,11 @@ fn crash_at_every_operation_of_recovery_of_lsm_tables_recovers_the_same_state() 
         let ctx = format!("recovery crash after {k} of {span} ops");
         // A background flush before the crash changes how much recovery
         // has to do, so a late `k` may miss it: then the open succeeds.
-        let tear = (k % 2 == 0).then_some(k);
-        let (fs, model, _) = crash_recovery_at(k, tear, &prepare, &full);
-        check_lsm_recovery(&ctx, &fs, &model);
+        for pending in each_way(k) {
+            let ctx = format!("{ctx}, {pending:?}");
+            let (fs, model, _) = crash_recovery_at(k, pending, &prepare, &full);
+            check_lsm_recovery(&ctx, &fs, &model, pending);
+        }
     }
 }
 
@@ -147,13 +149,12 @@ fn crash_at_every_operation_of_recovery_of_btree_tables_recovers_the_same_state(
     let prepare = checkpointed_btree;
     let span = recovery_span(&prepare, &quiet_options);
     assert!(span >= 20, "recovery took only {span} operations");
-    for k in 0..span {
-        let tear = (k % 2 == 0).then_some(k);
-        let ctx = format!("recovery: crash at op {k} of {span}, tear {tear:?}");
+    for (k, pending) in (0..span).flat_map(|k| each_way(k).map(|p| (k, p))) {
+        let ctx = format!("recovery: crash at op {k} of {span}, {pending:?}");
         // The removal of old files at the end fails no call.
-        let (fs, models, met) = crash_recovery_at(k, tear, &prepare, &quiet_options);
+        let (fs, models, met) = crash_recovery_at(k, pending, &prepare, &quiet_options);
         assert!(met, "{ctx}: the crash missed the recovery");
-        check_recovery(&ctx, &fs, &models);
+        check_recovery(&ctx, &fs, &models, pending);
     }
 }
 
@@ -166,9 +167,23 @@ fn nested_crash(
     prepare: &dyn Fn(&Arc<FaultFs>) -> Prepared,
     options: &dyn Fn(&Arc<FaultFs>) -> Options,
 ) -> (Arc<FaultFs>, Vec<State>, bool) {
-    let (fs, models, _) = crash_recovery_at(k, k.is_multiple_of(2).then_some(k), prepare, options);
-    let met = crash_open_at(&fs, j, j.is_multiple_of(3).then_some(j + 7), options);
+    let (fs, models, _) = crash_recovery_at(k, nested_way(k, j), prepare, options);
+    let met = crash_open_at(&fs, j, PendingWrites::nth(j, j + 7), options);
     (fs, models, met)
+}
+
+/// How the first of the nested crashes at `k` and `j` treats pending
+/// writes: each way in turn over the pairs.
+fn nested_way(k: u64, j: u64) -> PendingWrites {
+    PendingWrites::nth(k + j, k)
+}
+
+/// The more pessimistic of the nested crashes' ways, for the reopen.
+fn worst_of_nested(k: u64, j: u64) -> PendingWrites {
+    match (nested_way(k, j), PendingWrites::nth(j, j + 7)) {
+        (a @ PendingWrites::Any(_), _) => a,
+        (_, b) => b,
+    }
 }
 
 #[test]
@@ -190,7 +205,7 @@ fn a_crash_during_the_recovery_of_a_crashed_recovery_still_recovers_the_same_sta
             let ctx = format!("lsm: recovery crashed at op {k}, the next at op {j}");
             let (fs, model, met) = nested_crash(k, j, &lsm, &full);
             nested += usize::from(met);
-            check_lsm_recovery(&ctx, &fs, &model);
+            check_lsm_recovery(&ctx, &fs, &model, worst_of_nested(k, j));
         }
     }
 
@@ -201,7 +216,7 @@ fn a_crash_during_the_recovery_of_a_crashed_recovery_still_recovers_the_same_sta
             let ctx = format!("btree: recovery crashed at op {k}, the next at op {j}");
             let (fs, models, met) = nested_crash(k, j, &btree, &quiet_options);
             nested += usize::from(met);
-            check_recovery(&ctx, &fs, &models);
+            check_recovery(&ctx, &fs, &models, worst_of_nested(k, j));
         }
     }
     assert!(nested > 20, "only {nested} second crashes met a recovery");

@@ -16,9 +16,9 @@ mod common;
 
 use common::load::{at_rest_options, load, open_busy, Step};
 use common::model::{apply, write_batch, Batch, State};
-use common::{drop_within_seconds, read_all};
-use spinney::fs::{FaultFs, FaultKind};
-use spinney::{Db, Durability, Error};
+use common::{drop_within_seconds, read_all, reopen_after_crash};
+use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+use spinney::{Durability, Error};
 
 const TABLES: [&str; 2] = ["lsm", "bt"];
 
@@ -77,11 +77,15 @@ fn run(seed: u64, kind: FaultKind) -> (usize, bool) {
     }
     drop_within_seconds(db, tables, &ctx);
     let power_lost = seed % 2 == 1;
-    if power_lost {
-        fs.crash(Some(seed));
-    }
-    let db =
-        Db::open(common::DB, at_rest_options(&fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+    let pending = if power_lost {
+        let pending = PendingWrites::nth(seed / 2, seed);
+        fs.crash_with(pending);
+        pending
+    } else {
+        PendingWrites::Lost
+    };
+    let ctx = format!("{ctx}, power lost: {power_lost}, {pending:?}");
+    let (db, _) = reopen_after_crash(&ctx, pending, &at_rest_options(&fs));
     let state = read_all(&db, &TABLES, &ctx);
     let mut with_failed = model.clone();
     if let Some(b) = &failed {

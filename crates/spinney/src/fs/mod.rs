@@ -32,7 +32,7 @@ pub(crate) mod mem;
 #[cfg(feature = "testing")]
 mod fault;
 #[cfg(feature = "testing")]
-pub use fault::{FaultFs, FaultKind};
+pub use fault::{FaultFs, FaultKind, PendingWrites};
 
 /// A file system: the operations spinney needs, and nothing more.
 pub trait Fs: Send + Sync + fmt::Debug {

@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use spinney::fs::FaultFs;
+use spinney::fs::{FaultFs, PendingWrites};
 use spinney::{Db, Durability, Options, Table};
 
 use super::files::check_files;
 use super::model::{apply, key, overflow_value, write_batch, Batch, State};
-use super::{btree_table, check_recovered, read_all, table_stats, DB};
+use super::{btree_table, check_recovered, read_all, reopen_after_crash, table_stats, DB};
 
 pub const CKPT_TABLES: [&str; 2] = ["main", "side"];
 
@@ -125,9 +125,11 @@ pub fn check_built(built: &Built, evicted_before: u64) {
 
 /// Reopens after the fault (threads off: the directory is at rest when
 /// checked) and checks the model, `verify`, the files, that the recovered
-/// database takes writes and checkpoints, and a second reopen.
-pub fn check_recovery(ctx: &str, fs: &Arc<FaultFs>, models: &[State]) {
-    let db = Db::open(DB, quiet_options(fs)).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+/// database takes writes and checkpoints, and a second reopen. `pending`
+/// is how the crash before it treated pending writes (`Lost` if there was
+/// none): see `reopen_after_crash`.
+pub fn check_recovery(ctx: &str, fs: &Arc<FaultFs>, models: &[State], pending: PendingWrites) {
+    let (db, _) = reopen_after_crash(ctx, pending, &quiet_options(fs));
     check_recovered(ctx, &db, &CKPT_TABLES, models);
     check_files(ctx, fs, &db, &[], 2);
 
@@ -201,6 +203,6 @@ pub fn checkpoint_span() -> u64 {
     let Built { db, tables, models } = built;
     drop(tables);
     db.close().expect("close after the dry run");
-    check_recovery("checkpoint, no fault", &fs, &models);
+    check_recovery("checkpoint, no fault", &fs, &models, PendingWrites::Lost);
     span
 }
