@@ -27,6 +27,10 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     } else if name.ends_with(".wal") {
         writeln!(out, "write-ahead log segment {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {
+            if let Some(synced) = crate::wal::batch::parse_sync_mark(data) {
+                writeln!(out, "@{offset} sync mark: synced through seqno {synced}").map_err(w)?;
+                return Ok(());
+            }
             let batch = DecodedBatch::parse(data).map_err(|e| e.corruption(path, offset))?;
             writeln!(
                 out,

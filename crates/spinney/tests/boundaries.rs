@@ -136,7 +136,7 @@ fn crash_and_reopen(ctx: &str, fs: &Arc<FaultFs>, db: Db, tear: u64) -> Db {
     drop_within_seconds(db, (), ctx);
     let pending = PendingWrites::nth(tear, tear);
     fs.crash_with(pending);
-    reopen_after_crash(&format!("{ctx}, {pending:?}"), pending, &options(fs)).0
+    reopen_after_crash(&format!("{ctx}, {pending:?}"), pending, &options(fs))
 }
 
 fn table_handles(db: &Db) -> Vec<Table> {

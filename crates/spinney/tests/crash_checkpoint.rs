@@ -333,7 +333,7 @@ fn checkpoints_racing_a_failed_checkpoint_claim_nothing_that_is_not_durable() {
         failed_checkpoints += usize::from(errors.iter().any(|e| e.starts_with("checkpoint: I/O")));
         drop_within_seconds(db, tables, &ctx);
         fs.crash_with(pending);
-        let (db, _) = reopen_after_crash(&ctx, pending, &opts);
+        let db = reopen_after_crash(&ctx, pending, &opts);
         let state = read_all(&db, &["bt"], &ctx);
         let (lo, hi) = (lower.into_inner(), attempted.into_inner());
         let found = matching_prefixes(&plan, &state, lo, hi);

@@ -218,7 +218,7 @@ fn crash_at_spread_points(case: &CrashCase) -> usize {
 
         // The second open below is a default one even after a recovery to
         // a point in time: that recovery leaves no damage behind.
-        let (db, _) = reopen_after_crash(&ctx, pending, &opts);
+        let db = reopen_after_crash(&ctx, pending, &opts);
         let state = read_all(&db, &TABLES, &ctx);
         let (lo, hi) = allowed_prefixes(case.durability, &out);
         let found = matching_prefixes(&batches, &state, lo, hi);
@@ -381,7 +381,7 @@ fn crash_under_load(case: &LoadCase) -> u64 {
         died += u64::from(fs.is_crashed());
         fs.crash_with(pending);
 
-        let (db, _) = reopen_after_crash(&ctx, pending, &at_rest_options(&fs));
+        let db = reopen_after_crash(&ctx, pending, &at_rest_options(&fs));
         let state = read_all(&db, &names, &ctx);
         let (lo, hi) = allowed_prefixes(case.durability, &out);
         let found = matching_prefixes(&batches, &state, lo, hi);
@@ -550,7 +550,7 @@ fn io_error_in_commit(kind: FaultKind, table: &TableOptions) {
             let db = match crash {
                 Some(pending) => {
                     fs.crash_with(pending);
-                    reopen_after_crash(&ctx, pending, &opts).0
+                    reopen_after_crash(&ctx, pending, &opts)
                 }
                 None => Db::open(DB, opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}")),
             };

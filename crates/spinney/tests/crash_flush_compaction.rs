@@ -86,7 +86,7 @@ fn crash_at_every_operation_of_a_flush_loses_no_acknowledged_batch() {
             drop_within_seconds(db, tables, &ctx);
             fs.crash_with(pending);
 
-            let (db, _) = reopen_after_crash(&ctx, pending, &opts);
+            let db = reopen_after_crash(&ctx, pending, &opts);
             assert!(
                 read_all(&db, &TABLES, &ctx) == model,
                 "{ctx}: recovered state differs"
@@ -309,7 +309,7 @@ fn perform(op: Operation, built: &Built) -> spinney::Result<()> {
 
 /// Reopens after a crash and checks everything the module comment promises.
 fn check_recovery(ctx: &str, fs: &Arc<FaultFs>, models: &[State], pending: PendingWrites) {
-    let (db, _) = reopen_after_crash(ctx, pending, &quiet_options(fs));
+    let db = reopen_after_crash(ctx, pending, &quiet_options(fs));
     check_recovered(ctx, &db, &TABLES, models);
     check_files(&format!("{ctx}, after recovery"), fs, &db, &TABLES, 0);
 
@@ -553,7 +553,7 @@ fn crashes_during_background_compactions_keep_every_acknowledged_batch() {
         died += usize::from(fs.is_crashed());
         fs.crash_with(pending);
 
-        let (db, _) = reopen_after_crash(&ctx, pending, &quiet_options(&fs));
+        let db = reopen_after_crash(&ctx, pending, &quiet_options(&fs));
         let state = read_all(&db, &TABLES, &ctx);
         let mut model = vec![State::new(); 2];
         for b in &batches[..acknowledged] {

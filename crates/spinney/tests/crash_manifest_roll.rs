@@ -61,7 +61,7 @@ fn crash_at_every_operation_of_create_table_leaves_the_catalog_whole() {
             drop_within_seconds(db, first, &ctx);
             fs.crash_with(pending);
 
-            let (db, _) = reopen_after_crash(&ctx, pending, &opts);
+            let db = reopen_after_crash(&ctx, pending, &opts);
             let first = db.table("first").expect("first survives");
             assert_eq!(first.get(b"k").expect("get"), Some(b"v".to_vec()), "{ctx}");
             let second = match db.table("second") {
@@ -276,7 +276,7 @@ fn crash_at_every_operation_of_a_manifest_roll_recovers_the_acknowledged_state()
             drop_within_seconds(db, (), &ctx);
             fs.crash_with(pending);
 
-            let (db, _) = reopen_after_crash(&ctx, pending, &fault_options(&fs));
+            let db = reopen_after_crash(&ctx, pending, &fault_options(&fs));
             check_recovered(&db, &expected, trigger, acknowledged, &ctx);
             manifest_path(&fs);
             db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));

@@ -28,6 +28,12 @@ use spinney::{Db, Durability, Error, Options};
 /// with it, and the model of its tables.
 type Prepared = (Db, Box<dyn Send>, Vec<State>);
 
+/// Makes the state a test starts from.
+type PrepareFn = dyn Fn(&Arc<FaultFs>) -> Prepared;
+
+/// The options a test opens with.
+type OptionsFn = dyn Fn(&Arc<FaultFs>) -> Options;
+
 /// The B-tree state of `common::checkpointed` (its third round only in the
 /// log).
 fn checkpointed_btree(fs: &Arc<FaultFs>) -> Prepared {
@@ -87,7 +93,7 @@ fn crash_recovery_at(
 /// Reopens the two LSM tables for real: they hold `model`, and `verify`
 /// passes.
 fn check_lsm_recovery(ctx: &str, fs: &Arc<FaultFs>, model: &[State], pending: PendingWrites) {
-    let (db, _) = reopen_after_crash(ctx, pending, &options(fs, Durability::Full));
+    let db = reopen_after_crash(ctx, pending, &options(fs, Durability::Full));
     assert!(
         read_all(&db, &TABLES, ctx) == model,
         "{ctx}: recovered state differs"
@@ -234,11 +240,7 @@ fn a_full_disk_at_any_operation_of_recovery_fails_the_open_and_harms_nothing() {
     // third time after a power loss), checked against the model.
     let lsm = two_lsm_tables(some_batches(31, 100));
     let full = |fs: &Arc<FaultFs>| options(fs, Durability::Full);
-    let cases: [(
-        &str,
-        &dyn Fn(&Arc<FaultFs>) -> Prepared,
-        &dyn Fn(&Arc<FaultFs>) -> Options,
-    ); 2] = [
+    let cases: [(&str, &PrepareFn, &OptionsFn); 2] = [
         ("lsm", &lsm, &full),
         ("btree", &checkpointed_btree, &quiet_options),
     ];

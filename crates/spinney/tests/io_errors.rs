@@ -85,7 +85,7 @@ fn run(seed: u64, kind: FaultKind) -> (usize, bool) {
         PendingWrites::Lost
     };
     let ctx = format!("{ctx}, power lost: {power_lost}, {pending:?}");
-    let (db, _) = reopen_after_crash(&ctx, pending, &at_rest_options(&fs));
+    let db = reopen_after_crash(&ctx, pending, &at_rest_options(&fs));
     let state = read_all(&db, &TABLES, &ctx);
     let mut with_failed = model.clone();
     if let Some(b) = &failed {

@@ -117,7 +117,7 @@ fn options(fs: &Arc<FaultFs>) -> Options {
 }
 
 fn open(fs: &Arc<FaultFs>, after: PendingWrites) -> (Db, Vec<Table>) {
-    let (db, _) = reopen_after_crash("open", after, &options(fs));
+    let db = reopen_after_crash("open", after, &options(fs));
     let kinds = [
         TableOptions {
             write_buffer_size: 64 << 10,

@@ -16,6 +16,7 @@ use super::{Core, DbInner};
 use crate::error::{Error, Result};
 use crate::file_names::wal_name;
 use crate::manifest::{LogStart, VersionEdit};
+use crate::wal::batch::encode_sync_mark;
 use crate::wal::writer::LogWriter;
 
 /// A closed WAL segment: the seqno its records follow and the last seqno
@@ -38,6 +39,10 @@ pub(crate) struct Wal {
     pub last_seqno: u64,
     /// Every record up to this seqno has been synced.
     pub synced_seqno: u64,
+    /// The seqno the open segment's last sync mark names (see
+    /// `encode_sync_mark`): a mark is due before the next record when
+    /// `synced_seqno` has passed it.
+    pub marked_seqno: u64,
 }
 
 impl Wal {
@@ -57,12 +62,33 @@ impl Wal {
         }
     }
 
-    /// Syncs the open segment: every record appended is durable.
+    /// Syncs the open segment: every record appended is durable. A sync
+    /// mark naming them follows (not synced itself: it claims only what
+    /// this sync made durable).
     pub(crate) fn sync_all(&mut self) -> Result<()> {
         let last = self.last_seqno;
         self.writer.sync()?;
         self.synced_seqno = last;
+        self.mark_synced()
+    }
+
+    /// Appends a sync mark if a sync since the last mark made more records
+    /// durable.
+    fn mark_synced(&mut self) -> Result<()> {
+        if self.synced_seqno > self.marked_seqno {
+            self.writer
+                .add_record(&encode_sync_mark(self.synced_seqno))?;
+            self.marked_seqno = self.synced_seqno;
+        }
         Ok(())
+    }
+
+    /// Closes the log at database close: synced, with a sync mark naming
+    /// its last record (so that damage anywhere in it reads as corruption,
+    /// never as an unsynced tail), then synced again and cut to its records.
+    pub(crate) fn close(&mut self) -> Result<()> {
+        self.sync_all()?;
+        self.finish()
     }
 
     /// Syncs the open segment, which takes no more records, cut to its
@@ -93,6 +119,8 @@ pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
     });
     wal.number = number;
     wal.after_seqno = wal.last_seqno;
+    // Every record before the new segment is synced: nothing to mark.
+    wal.marked_seqno = wal.synced_seqno;
     Ok(())
 }
 

@@ -119,7 +119,7 @@ impl VersionSet {
         } else {
             self.manifest
                 .add_record(&edit.encode())
-                .and_then(|()| self.manifest.sync())
+                .and_then(|()| crate::manifest::sync_and_mark(&mut self.manifest))
         };
         if let Err(e) = &result {
             self.manifest_failed = Some(format!("writing the manifest failed: {e}"));
@@ -624,7 +624,7 @@ impl Db {
             self.inner.lock.lock().take();
             return Ok(());
         }
-        if let Err(e) = wal.finish() {
+        if let Err(e) = wal.close() {
             drop(wal);
             self.inner.lock.lock().take();
             return Err(e);

@@ -43,7 +43,7 @@ use crate::manifest::{
 use crate::mvcc::key::SEQNO_MAX;
 use crate::mvcc::Horizon;
 use crate::options::{Options, WalRecovery};
-use crate::wal::batch::DecodedBatch;
+use crate::wal::batch::{parse_sync_mark, DecodedBatch};
 use crate::wal::reader::{LogReader, Read};
 use crate::wal::writer::LogWriter;
 
@@ -158,8 +158,10 @@ impl Recovered {
 fn first_logged_seqno(fs: &dyn Fs, dir: &Path, segments: &[u64]) -> Result<Option<u64>> {
     for &number in segments {
         let mut reader = LogReader::new(fs.read_all(&dir.join(wal_name(number)))?);
-        if let Read::Record { data, .. } = reader.next() {
-            return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
+        while let Read::Record { data, .. } = reader.next() {
+            if parse_sync_mark(&data).is_none() {
+                return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
+            }
         }
     }
     Ok(None)
@@ -215,6 +217,15 @@ fn read_manifest_numbered(
             Read::Torn { .. } => break,
             Read::Corrupt { offset, detail } => {
                 if wal_recovery == WalRecovery::PointInTime {
+                    break;
+                }
+                // Each edit is synced, and then marked (`sync_and_mark`),
+                // before the next is written: damage that no mark follows
+                // is the edit a power loss interrupted (written in any
+                // state), never acknowledged. The first record is synced
+                // before CURRENT names the manifest: damage there, or damage
+                // a mark follows, is corruption.
+                if offset > 0 && !reader.has_empty_record_from(offset as usize) {
                     break;
                 }
                 return Err(Error::corruption(&path, offset, detail));
@@ -448,6 +459,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         let mut reader = LogReader::new(fs.read_all(&path)?);
         loop {
             match reader.next() {
+                Read::Record { data, .. } if parse_sync_mark(&data).is_some() => {}
                 Read::Record { offset, data } => {
                     let batch = DecodedBatch::parse(&data)
                         .and_then(|b| b.validate().map(|()| b))
@@ -533,6 +545,19 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     if options.wal_recovery == WalRecovery::PointInTime {
                         break 'segments;
                     }
+                    // Damage in the newest segment that no sync mark after
+                    // it proves synced lies in what a power loss may leave
+                    // in any state (a later write kept and an earlier one
+                    // lost, torn or filled with garbage): the log ends
+                    // before it, as at a torn tail. Damage a mark proves
+                    // synced is corruption.
+                    let read_through = next_seqno.map(|n| n.saturating_sub(1));
+                    if let (true, Some(read_through)) = (is_last, read_through) {
+                        let proven = reader.newest_sync_mark_from(offset as usize);
+                        if proven.is_none_or(|synced| synced <= read_through) {
+                            break;
+                        }
+                    }
                     return Err(Error::corruption(&path, offset, detail));
                 }
             }
@@ -597,6 +622,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         closed: Vec::new(),
         last_seqno,
         synced_seqno: last_seqno,
+        marked_seqno: last_seqno,
     };
     Ok(DbInner {
         id: super::NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),

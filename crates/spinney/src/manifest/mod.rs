@@ -452,10 +452,20 @@ pub(crate) fn start_manifest(
     for record in records {
         manifest.add_record(record)?;
     }
-    manifest.sync()?;
+    sync_and_mark(&mut manifest)?;
     fs.sync_dir(dir)?;
     write_current(fs, dir, &name)?;
     Ok(manifest)
+}
+
+/// Syncs a manifest, then appends its sync mark: an empty edit (a no-op to
+/// every reader), not synced itself. A mark after a damaged edit proves
+/// the edit had been synced, so that the damage is corruption rather than
+/// an edit a power loss left half written (`db::open`).
+pub(crate) fn sync_and_mark(manifest: &mut LogWriter) -> Result<()> {
+    manifest.sync()?;
+    manifest.add_record(&[])?;
+    manifest.flush()
 }
 
 /// Points CURRENT at the manifest `name`, durably: a new file synced, then

@@ -6,6 +6,10 @@
 //! ```
 //! Entry `i` of the batch has seqno `seqno_first + i`. Kinds are those of
 //! internal keys (0 delete, 1 put; on disk: never renumber).
+//!
+//! A record of exactly a header whose count is `SYNC_MARK_COUNT` is no
+//! batch but a sync mark: its seqno field is the seqno through which the
+//! log had been synced when the mark was written (`parse_sync_mark`).
 #![deny(clippy::indexing_slicing)]
 
 use crate::encoding::{put_length_prefixed, put_u8, put_varint32, DecodeError, Decoder};
@@ -14,6 +18,30 @@ use crate::mvcc::key::Kind;
 
 /// Bytes of the batch header (seqno_first, count).
 pub(crate) const HEADER_BYTES: usize = 12;
+
+/// The count field of a sync mark (no batch has so many entries).
+pub(crate) const SYNC_MARK_COUNT: u32 = u32::MAX;
+
+/// A sync mark: the log has been synced through `synced_seqno`. Written as
+/// a record of its own before the next batch after a sync, so that an open
+/// that meets damage in the newest segment can tell whether it lies in what
+/// was synced (a mark after the damage names a later seqno) or in the
+/// unsynced tail a power loss may leave in any state.
+pub(crate) fn encode_sync_mark(synced_seqno: u64) -> [u8; HEADER_BYTES] {
+    let mut mark = [0u8; HEADER_BYTES];
+    let (seqno, count) = mark.split_at_mut(8);
+    seqno.copy_from_slice(&synced_seqno.to_le_bytes());
+    count.copy_from_slice(&SYNC_MARK_COUNT.to_le_bytes());
+    mark
+}
+
+/// The seqno of a sync mark, if `record` is one.
+pub(crate) fn parse_sync_mark(record: &[u8]) -> Option<u64> {
+    let mark: &[u8; HEADER_BYTES] = record.try_into().ok()?;
+    let (seqno, count) = mark.split_at(8);
+    let count = u32::from_le_bytes(count.try_into().ok()?);
+    (count == SYNC_MARK_COUNT).then(|| u64::from_le_bytes(seqno.try_into().unwrap_or([0; 8])))
+}
 
 /// An encoded batch under construction.
 #[derive(Debug, Clone)]

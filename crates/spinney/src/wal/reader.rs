@@ -188,6 +188,92 @@ impl LogReader {
         }
     }
 
+    /// The newest seqno named by a sync mark (`wal::batch::encode_sync_mark`)
+    /// that starts at or after byte `from`, found by its bytes alone: every
+    /// offset is tried, so damage before a mark, whatever it did to the
+    /// framing, cannot hide it. A mark is one FULL fragment of a 12-byte
+    /// payload with a valid checksum, or a FIRST fragment that ends its
+    /// block and a LAST one that starts the next, 12 bytes together; a
+    /// false find (bytes inside a value that happen to frame a mark) can
+    /// only make an open more careful.
+    pub(crate) fn newest_sync_mark_from(&self, from: usize) -> Option<u64> {
+        const MARK: usize = super::batch::HEADER_BYTES;
+        let mut newest: Option<u64> = None;
+        let mut found = |seqno: u64| newest = Some(newest.map_or(seqno, |n| n.max(seqno)));
+        // Split across a block boundary: the LAST fragment starts a block.
+        let first_block = from.div_ceil(BLOCK_BYTES).max(1);
+        for block in first_block..=self.data.len() / BLOCK_BYTES {
+            if let Some(seqno) = self.split_mark_at(block * BLOCK_BYTES) {
+                found(seqno);
+            }
+        }
+        let last_start = self.data.len().checked_sub(HEADER_BYTES + MARK)?;
+        for pos in from..=last_start {
+            let Some(header) = self.data.get(pos..pos + HEADER_BYTES) else {
+                break;
+            };
+            if header.get(6) != Some(&(FragmentType::Full as u8))
+                || header.get(4..6) != Some(&(MARK as u16).to_le_bytes()[..])
+            {
+                continue;
+            }
+            let Some(payload) = self.data.get(pos + HEADER_BYTES..pos + HEADER_BYTES + MARK) else {
+                break;
+            };
+            let crc = get_u32_at(header, 0).unwrap_or(0);
+            if fragment_crc(FragmentType::Full, payload) != crc {
+                continue;
+            }
+            if let Some(seqno) = super::batch::parse_sync_mark(payload) {
+                found(seqno);
+            }
+        }
+        newest
+    }
+
+    /// True when an empty record (one FULL fragment of no payload) starts
+    /// at or after byte `from`, found by its bytes alone, as
+    /// `newest_sync_mark_from` finds marks. The manifest's sync mark: an
+    /// empty edit, appended after each synced edit.
+    pub(crate) fn has_empty_record_from(&self, from: usize) -> bool {
+        let mut empty = [0u8; HEADER_BYTES];
+        empty[..4].copy_from_slice(&fragment_crc(FragmentType::Full, &[]).to_le_bytes());
+        empty[6] = FragmentType::Full as u8;
+        self.data
+            .get(from..)
+            .is_some_and(|rest| rest.windows(HEADER_BYTES).any(|w| w == empty))
+    }
+
+    /// A sync mark written as a FIRST fragment that ends the block before
+    /// `block_start` and a LAST fragment at `block_start`.
+    fn split_mark_at(&self, block_start: usize) -> Option<u64> {
+        const MARK: usize = super::batch::HEADER_BYTES;
+        let fragment = |pos: usize, kind: FragmentType, len: usize| -> Option<&[u8]> {
+            let header = self.data.get(pos..pos + HEADER_BYTES)?;
+            let payload = self
+                .data
+                .get(pos + HEADER_BYTES..pos + HEADER_BYTES + len)?;
+            let framed = header.get(6) == Some(&(kind as u8))
+                && header.get(4..6) == Some(&(len as u16).to_le_bytes()[..])
+                && get_u32_at(header, 0) == Some(fragment_crc(kind, payload));
+            framed.then_some(payload)
+        };
+        let last_len = usize::from(u16::from_le_bytes([
+            *self.data.get(block_start + 4)?,
+            *self.data.get(block_start + 5)?,
+        ]));
+        let first_len = MARK.checked_sub(last_len)?;
+        let tail = fragment(block_start, FragmentType::Last, last_len)?;
+        let head = fragment(
+            block_start.checked_sub(HEADER_BYTES + first_len)?,
+            FragmentType::First,
+            first_len,
+        )?;
+        let mut mark = head.to_vec();
+        mark.extend_from_slice(tail);
+        super::batch::parse_sync_mark(&mark)
+    }
+
     /// The next record.
     pub(crate) fn next(&mut self) -> Read {
         let mut record: Option<(usize, Vec<u8>)> = None;
@@ -291,6 +377,67 @@ mod tests {
                 Read::Record { data, .. } => out.push(data),
                 other => return (out, other),
             }
+        }
+    }
+
+    #[test]
+    fn sync_marks_are_found_after_damage_whole_or_split_across_blocks() {
+        // Goal: the open's proof that damage lies in synced records, a sync
+        // mark after it, is found whatever the damage did to the framing,
+        // including a mark split into a FIRST and a LAST fragment at a block
+        // boundary; a mark before the place looked from is not counted.
+        use crate::wal::batch::encode_sync_mark;
+        for filler in 0..40usize {
+            // A record that leaves `filler` bytes of the first block for
+            // what follows: marks land whole, split at every point, or after
+            // the boundary.
+            let first = BLOCK_BYTES - 2 * HEADER_BYTES - 12 - filler;
+            let records = vec![
+                encode_sync_mark(7).to_vec(),
+                vec![0xab; first],
+                encode_sync_mark(41).to_vec(),
+                vec![0xcd; 300],
+            ];
+            let mut data = write_log(&records);
+            if (HEADER_BYTES..HEADER_BYTES + 12).contains(&filler) {
+                assert_eq!(
+                    data.get(BLOCK_BYTES + 6),
+                    Some(&(FragmentType::Last as u8)),
+                    "filler {filler}: the mark is split"
+                );
+            }
+            let reader = LogReader::new(data.clone());
+            assert_eq!(reader.newest_sync_mark_from(0), Some(41), "filler {filler}");
+            // Zeros over the middle of the big record: the framing after it
+            // is lost to a sequential reader, not to the search.
+            let hole = HEADER_BYTES * 2 + 12 + 100;
+            data.get_mut(hole..hole + 512).expect("inside").fill(0);
+            let mut damaged = LogReader::new(data.clone());
+            assert_eq!(
+                damaged.next(),
+                Read::Record {
+                    offset: 0,
+                    data: encode_sync_mark(7).to_vec()
+                }
+            );
+            assert!(
+                matches!(damaged.next(), Read::Corrupt { .. }),
+                "filler {filler}"
+            );
+            assert_eq!(
+                damaged.newest_sync_mark_from(hole),
+                Some(41),
+                "filler {filler}"
+            );
+            // From past every mark, nothing.
+            let end = data.len() - 300;
+            assert_eq!(damaged.newest_sync_mark_from(end), None);
+            // The first mark alone is behind the big record.
+            assert_eq!(
+                LogReader::new(data.get(..HEADER_BYTES + 12).expect("inside").to_vec())
+                    .newest_sync_mark_from(0),
+                Some(7)
+            );
         }
     }
 

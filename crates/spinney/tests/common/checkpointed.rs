@@ -129,7 +129,7 @@ pub fn check_built(built: &Built, evicted_before: u64) {
 /// is how the crash before it treated pending writes (`Lost` if there was
 /// none): see `reopen_after_crash`.
 pub fn check_recovery(ctx: &str, fs: &Arc<FaultFs>, models: &[State], pending: PendingWrites) {
-    let (db, _) = reopen_after_crash(ctx, pending, &quiet_options(fs));
+    let db = reopen_after_crash(ctx, pending, &quiet_options(fs));
     check_recovered(ctx, &db, &CKPT_TABLES, models);
     check_files(ctx, fs, &db, &[], 2);
 

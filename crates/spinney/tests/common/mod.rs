@@ -31,7 +31,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use spinney::fs::PendingWrites;
-use spinney::{Db, Error, Options, Table, TableOptions, TableStats, WalRecovery};
+use spinney::{Db, Options, Table, TableOptions, TableStats};
 
 use model::State;
 
@@ -147,49 +147,12 @@ pub fn each_way(seed: u64) -> [PendingWrites; 3] {
 }
 
 /// Reopens a database after a crash with pending writes kept as `pending`
-/// said. A pessimistic crash (`PendingWrites::Any`) may keep a later append
-/// and lose an earlier one, or fill one with garbage, which breaks what
-/// spinney relies on from a file system (docs/durability.md, item 4): the
-/// newest log segment may then hold damage that is no torn tail. Then, and
-/// only then, the default open may fail with `Corruption` naming a log
-/// segment, and an open with `WalRecovery::PointInTime` must recover
-/// (what it recovers the caller checks against the durability's promise).
-/// Returns the database and whether it took the second open.
-pub fn reopen_after_crash(ctx: &str, pending: PendingWrites, opts: &Options) -> (Db, bool) {
-    match Db::open(DB, opts.clone()) {
-        Ok(db) => (db, false),
-        Err(Error::Corruption {
-            file,
-            offset,
-            detail,
-        }) if pending.reorders_appends() && is_log_or_manifest(&file) => {
-            let point_in_time = Options {
-                wal_recovery: WalRecovery::PointInTime,
-                ..opts.clone()
-            };
-            let db = Db::open(DB, point_in_time).unwrap_or_else(|e| {
-                panic!(
-                    "{ctx}: the default open found {} damaged at {offset} ({detail}); \
-                     the point-in-time open failed: {e}",
-                    file.display()
-                )
-            });
-            eprintln!(
-                "{ctx}: {} damaged at {offset} ({detail}): reopened to a point in time",
-                file.display()
-            );
-            (db, true)
-        }
-        Err(e) => panic!("{ctx}: reopen: {e}"),
-    }
-}
-
-/// True for a log segment or a manifest: the appended files a pessimistic
-/// crash can leave damaged in their unsynced part.
-fn is_log_or_manifest(file: &std::path::Path) -> bool {
-    file.extension().is_some_and(|e| e == "wal")
-        || file
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("MANIFEST-"))
+/// said; panics naming `ctx` and the crash if the open fails. However a
+/// crash left the writes that were not yet synced (a later one kept and an
+/// earlier one lost, torn or filled with garbage), the default open must
+/// succeed: damage that no sync mark proves synced, in the newest log
+/// segment or the manifest's last edit, is what a power loss leaves of
+/// unsynced writes, and the log or manifest ends before it.
+pub fn reopen_after_crash(ctx: &str, pending: PendingWrites, opts: &Options) -> Db {
+    Db::open(DB, opts.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen after {pending:?}: {e}"))
 }
