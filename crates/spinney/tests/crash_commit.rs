@@ -45,7 +45,7 @@ use common::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use spinney::fs::{FaultFs, FaultKind, PendingWrites};
-use spinney::{Db, Durability, Error, Table, TableOptions};
+use spinney::{Db, Durability, Error, Options, Table, TableOptions, WalRecovery};
 
 /// What a run of a plan got done before the machine died.
 #[derive(Debug, Default)]
@@ -707,4 +707,54 @@ fn workload_without_faults_survives_close_and_reopen_btree() {
     // are checkpoints, with background checkpoints as the log grows.
     // Thirty seeds rather than two hundred, to keep the run short.
     survives_close_and_reopen(&common::btree_table(), 100..130);
+}
+
+#[test]
+fn damage_a_sync_mark_proves_synced_is_corruption_even_after_a_power_loss() {
+    // Goal: an open reads damage in the newest log segment as the unsynced
+    // tail a power loss left only when no sync mark after it proves it was
+    // synced. A flipped byte in a record that later `Full` commits synced
+    // is corruption naming the segment, never a quietly shorter log.
+    // Method: 40 `Full` batches over two LSM tables (large write buffers:
+    // no flush), power lost with everything unsynced lost, then one byte of
+    // an early record flipped in the durable log; the default open must
+    // fail with `Corruption` naming the segment, and a point-in-time open
+    // keeps the batches before the damage.
+    let fs = FaultFs::new();
+    let opts = options(&fs, Durability::Full);
+    let db = Db::open(DB, opts.clone()).expect("open");
+    let tables = open_tables(&db, &TableOptions::lsm());
+    let mut model = vec![State::new(); 2];
+    let batches = some_batches(77, 40);
+    write_acknowledged(&db, &tables, &mut model, &batches);
+    fs.inject(0, FaultKind::Crash);
+    drop_within_seconds(db, tables, "power loss");
+    fs.crash(None);
+    let segment = fs
+        .files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
+        .max()
+        .expect("a log segment");
+    // Past the first few records (the batches are a few hundred bytes).
+    assert!(fs.corrupt_byte(&segment, 2000, 0x40), "flip inside the log");
+    match Db::open(DB, opts.clone()) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, segment),
+        Err(e) => panic!("the open failed with {e}, not Corruption naming the segment"),
+        Ok(_) => panic!("the open read synced damage as an unsynced tail"),
+    }
+    let db = Db::open(
+        DB,
+        Options {
+            wal_recovery: WalRecovery::PointInTime,
+            ..opts
+        },
+    )
+    .expect("point-in-time open");
+    let state = read_all(&db, &TABLES, "point in time");
+    let kept = matching_prefixes(&batches, &state, 1, batches.len() - 1);
+    assert!(
+        !kept.is_empty(),
+        "the point-in-time open kept no prefix before the damage"
+    );
 }
