@@ -6,7 +6,8 @@
 #                                mode; 2,000 byte flips and piece swaps
 #                                (about a minute; CI runs it)
 #   scripts/torture.sh --long    1,000 kills per mode; 100,000 flips; the
-#                                crash, fault, corruption and model suites;
+#                                crash, fault, corruption and model suites
+#                                (5,000 shrinking model sequences);
 #                                every fuzz target for 10 minutes (needs the
 #                                nightly toolchain; cargo-fuzz is installed
 #                                if missing)
@@ -53,10 +54,12 @@ rows+=("$(printf '%-34s %12s %12s' "byte flips and piece swaps" "${n:-?}" "${v:-
 if [ "$mode" = --long ]; then
     # Each simulated power loss of the suites appends a byte here.
     export SPINNEY_CRASH_COUNT_FILE=/tmp/spinney-torture-crashes
+    # The shrinking model test runs 5,000 sequences (256 in CI).
+    export PROPTEST_CASES=5000
     rm -f "$SPINNEY_CRASH_COUNT_FILE"
     suites_failed=0
     for suite in crash_commit crash_flush_compaction crash_checkpoint crash_manifest_roll \
-        crash_recovery kill_process corruption boundaries io_errors model; do
+        crash_recovery kill_process corruption boundaries io_errors model model_shrinking; do
         log=/tmp/spinney-torture-$suite.log
         status=0
         cargo test --quiet --release --locked -p spinney --test "$suite" >"$log" 2>&1 || status=$?
@@ -67,7 +70,7 @@ if [ "$mode" = --long ]; then
     done
     images=$(stat -c %s "$SPINNEY_CRASH_COUNT_FILE" 2>/dev/null || echo 0)
     rows+=("$(printf '%-34s %12s %12s' "crash images checked (suites)" "$images" "$suites_failed")")
-    unset SPINNEY_CRASH_COUNT_FILE
+    unset SPINNEY_CRASH_COUNT_FILE PROPTEST_CASES
     status=0
     fuzz_out=$(scripts/fuzz.sh 600) || status=$?
     echo "$fuzz_out"
