@@ -519,6 +519,33 @@ fn a_corruption_error_names_the_damaged_sst() {
 }
 
 #[test]
+fn an_sst_the_manifest_names_missing_is_corruption_naming_it_at_open() {
+    // Goal: an SST deleted (by hand, or after an edit the manifest no
+    // longer holds) is found at open, naming the file, not at the first
+    // read that needs it; the open changes nothing.
+    let built = build();
+    let sst = files(built.path(), |n| n.ends_with(".sst"))
+        .into_iter()
+        .next()
+        .expect("an SST");
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(built.path(), copy.path());
+    fs::remove_file(copy.path().join(name_of(&sst))).expect("remove");
+    let before = files(copy.path(), |_| true);
+    match Db::open(copy.path(), options(WalRecovery::TornTailOnly)) {
+        Err(e @ Error::Corruption { .. }) => assert!(
+            e.to_string().contains(&name_of(&sst)),
+            "the error does not name {}: {e}",
+            name_of(&sst)
+        ),
+        Err(e) => panic!("expected Corruption, got {e}"),
+        Ok(_) => panic!("opened without {}", name_of(&sst)),
+    }
+    let after = files(copy.path(), |_| true);
+    assert_eq!(before, after, "the refused open changed the directory");
+}
+
+#[test]
 fn a_corruption_error_names_the_damaged_log_segment() {
     open_refuses_naming(build().path(), |n| n.ends_with(".wal"));
 }

@@ -34,7 +34,7 @@ use super::roll::WholeState;
 use super::{cleaner, BgState, Core, Counters, DbInner, VersionSet, Wal};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, wal_name};
+use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, sst_name, wal_name};
 use crate::fs::Fs;
 use crate::manifest::{
     parse_current, start_manifest, write_current, FileRecord, LogStart, TableRecord, VersionEdit,
@@ -377,6 +377,28 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     for name in &names {
         if let Some(n) = parse_numbered(name, "sst").or_else(|| parse_numbered(name, "wal")) {
             state.next_file_number = state.next_file_number.max(n + 1);
+        }
+    }
+
+    // Every SST the manifest names must be there: one missing was deleted
+    // after an edit that replaced it, which the manifest no longer holds
+    // (its last edit damaged and ignored), or lost; its entries are gone.
+    let present: HashSet<&str> = names.iter().map(String::as_str).collect();
+    for t in state.tables.values() {
+        for (level, files) in t.levels.iter().enumerate() {
+            for file in files.values() {
+                let name = sst_name(file.number);
+                if !present.contains(name.as_str()) {
+                    return Err(Error::corruption(
+                        dir.join(&name),
+                        0,
+                        format!(
+                            "table {:?} has this SST at level {level}, but it is missing",
+                            t.record.name
+                        ),
+                    ));
+                }
+            }
         }
     }
 
