@@ -40,8 +40,7 @@ pub(crate) struct Wal {
     /// Every record up to this seqno has been synced.
     pub synced_seqno: u64,
     /// The seqno the open segment's last sync mark names (see
-    /// `encode_sync_mark`): a mark is due before the next record when
-    /// `synced_seqno` has passed it.
+    /// `encode_sync_mark`): a sync that passes it appends a new mark.
     pub marked_seqno: u64,
 }
 

@@ -573,12 +573,15 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     // lost, torn or filled with garbage): the log ends
                     // before it, as at a torn tail. Damage a mark proves
                     // synced is corruption.
-                    let read_through = next_seqno.map(|n| n.saturating_sub(1));
-                    if let (true, Some(read_through)) = (is_last, read_through) {
-                        let proven = reader.newest_sync_mark_from(offset as usize);
-                        if proven.is_none_or(|synced| synced <= read_through) {
-                            break;
-                        }
+                    let unproven = is_last
+                        && next_seqno.is_some_and(|next| {
+                            let read_through = next.saturating_sub(1);
+                            reader
+                                .newest_sync_mark_from(offset as usize)
+                                .is_none_or(|synced| synced <= read_through)
+                        });
+                    if unproven {
+                        break;
                     }
                     return Err(Error::corruption(&path, offset, detail));
                 }

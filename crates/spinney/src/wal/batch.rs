@@ -22,11 +22,11 @@ pub(crate) const HEADER_BYTES: usize = 12;
 /// The count field of a sync mark (no batch has so many entries).
 pub(crate) const SYNC_MARK_COUNT: u32 = u32::MAX;
 
-/// A sync mark: the log has been synced through `synced_seqno`. Written as
-/// a record of its own before the next batch after a sync, so that an open
-/// that meets damage in the newest segment can tell whether it lies in what
-/// was synced (a mark after the damage names a later seqno) or in the
-/// unsynced tail a power loss may leave in any state.
+/// A sync mark: the log has been synced through `synced_seqno`. Appended
+/// as a record of its own after each sync (and not synced itself), so that
+/// an open that meets damage in the newest segment can tell whether it lies
+/// in what was synced (a mark after the damage names a later seqno) or in
+/// what a power loss may leave of unsynced writes in any state.
 pub(crate) fn encode_sync_mark(synced_seqno: u64) -> [u8; HEADER_BYTES] {
     let mut mark = [0u8; HEADER_BYTES];
     let (seqno, count) = mark.split_at_mut(8);

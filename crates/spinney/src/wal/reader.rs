@@ -236,9 +236,8 @@ impl LogReader {
     /// `newest_sync_mark_from` finds marks. The manifest's sync mark: an
     /// empty edit, appended after each synced edit.
     pub(crate) fn has_empty_record_from(&self, from: usize) -> bool {
-        let mut empty = [0u8; HEADER_BYTES];
-        empty[..4].copy_from_slice(&fragment_crc(FragmentType::Full, &[]).to_le_bytes());
-        empty[6] = FragmentType::Full as u8;
+        let [c0, c1, c2, c3] = fragment_crc(FragmentType::Full, &[]).to_le_bytes();
+        let empty = [c0, c1, c2, c3, 0, 0, FragmentType::Full as u8];
         self.data
             .get(from..)
             .is_some_and(|rest| rest.windows(HEADER_BYTES).any(|w| w == empty))
