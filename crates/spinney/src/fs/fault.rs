@@ -200,6 +200,11 @@ struct State {
     faults: Vec<(u64, FaultKind)>,
     /// Faults by chance: (seed, one in how many operations, kind).
     random: Option<(u64, u64, FaultKind)>,
+    /// Read errors by chance: (seed, one in how many reads). Reads are
+    /// `open`, and `read_at` of either kind of file.
+    read_faults: Option<(u64, u64)>,
+    /// Reads started so far (numbering them for `read_faults`).
+    reads: u64,
     /// True between a `FaultKind::Crash` firing and `FaultFs::crash`.
     crashed: bool,
     /// Held locks: path -> token of the guard that holds it.
@@ -221,6 +226,8 @@ impl Default for State {
             entry_changes: Vec::new(),
             faults: Vec::new(),
             random: None,
+            read_faults: None,
+            reads: 0,
             crashed: false,
             locks: BTreeMap::new(),
             next_lock_token: 0,
@@ -300,6 +307,20 @@ impl State {
     fn check_up(&self, op: &'static str, path: &Path) -> Result<()> {
         if self.crashed {
             return Err(Error::io(op, path, crashed_error()));
+        }
+        Ok(())
+    }
+
+    /// A read (`open`, `read_at`): fails while the machine is down, or by
+    /// chance when read errors are injected.
+    fn begin_read(&mut self, op: &'static str, path: &Path) -> Result<()> {
+        self.check_up(op, path)?;
+        let number = self.reads;
+        self.reads += 1;
+        if let Some((seed, one_in)) = self.read_faults {
+            if mix(seed ^ mix(number) ^ 0x5eed).is_multiple_of(one_in.max(1)) {
+                return Err(Error::io(op, path, injected_eio()));
+            }
         }
         Ok(())
     }
@@ -447,6 +468,7 @@ impl State {
         self.locks.clear();
         self.faults.clear();
         self.random = None;
+        self.read_faults = None;
         self.crashed = false;
     }
 }
@@ -634,12 +656,20 @@ impl FaultFs {
         self.state.lock().mutating_ops
     }
 
+    /// Makes each read from now on (`open`, and `read_at` of either kind of
+    /// file) fail with EIO with a chance of one in `one_in`, decided by
+    /// `seed` and the read's number. Cleared by `clear_faults` and `crash`.
+    pub fn inject_read_errors(&self, seed: u64, one_in: u64) {
+        self.state.lock().read_faults = Some((seed, one_in));
+    }
+
     /// Drops every pending fault. A `FaultKind::Crash` that already fired
     /// stays in force until `crash`.
     pub fn clear_faults(&self) {
         let mut state = self.state.lock();
         state.faults.clear();
         state.random = None;
+        state.read_faults = None;
     }
 
     /// True when an injected `FaultKind::Crash` has fired and `crash` has
@@ -719,8 +749,8 @@ impl Fs for FaultFs {
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let path = normalise(path);
-        let state = self.state.lock();
-        state.check_up("open", &path)?;
+        let mut state = self.state.lock();
+        state.begin_read("open", &path)?;
         let id = state
             .lookup(&path)
             .ok_or_else(|| Error::io("open", &path, not_found("no such file")))?;
@@ -740,7 +770,7 @@ impl Fs for FaultFs {
         let mut state = self.state.lock();
         let id = match state.lookup(&path) {
             Some(id) => {
-                state.check_up("open", &path)?;
+                state.begin_read("open", &path)?;
                 id
             }
             None if create => {
@@ -1010,8 +1040,8 @@ struct FaultRandomAccessFile {
 
 impl RandomAccessFile for FaultRandomAccessFile {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let state = self.state.lock();
-        state.check_up("read", &self.path)?;
+        let mut state = self.state.lock();
+        state.begin_read("read", &self.path)?;
         state.check_generation(self.generation, "read", &self.path)?;
         let data = &state.node(self.id, "read", &self.path)?.data;
         let bytes = usize::try_from(offset)
@@ -1057,8 +1087,8 @@ struct FaultPagedFile {
 
 impl PagedFile for FaultPagedFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let state = self.state.lock();
-        state.check_up("read", &self.path)?;
+        let mut state = self.state.lock();
+        state.begin_read("read", &self.path)?;
         state.check_generation(self.generation, "read", &self.path)?;
         let data = &state.node(self.id, "read", &self.path)?.data;
         let start = usize::try_from(offset)
