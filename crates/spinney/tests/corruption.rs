@@ -492,10 +492,8 @@ fn open_refuses_naming(built: &Path, pred: impl Fn(&str) -> bool) {
     }
 }
 
-#[test]
-fn a_corruption_error_names_the_damaged_sst() {
-    // Goal: an operator can act on a corruption error: its Display names
-    // the file. An SST's damage is found by verify.
+/// A copy of the built database, and the name of its first SST.
+fn copy_and_first_sst() -> (TempDir, String) {
     let built = build();
     let sst = files(built.path(), |n| n.ends_with(".sst"))
         .into_iter()
@@ -503,7 +501,15 @@ fn a_corruption_error_names_the_damaged_sst() {
         .expect("an SST");
     let copy = tempfile::tempdir().expect("tempdir");
     copy_dir(built.path(), copy.path());
-    let path = copy.path().join(name_of(&sst));
+    (copy, name_of(&sst))
+}
+
+#[test]
+fn a_corruption_error_names_the_damaged_sst() {
+    // Goal: an operator can act on a corruption error: its Display names
+    // the file. An SST's damage is found by verify.
+    let (copy, sst) = copy_and_first_sst();
+    let path = copy.path().join(&sst);
     let mut bytes = fs::read(&path).expect("read");
     // Inside the first data block.
     bytes[20] ^= 0xff;
@@ -512,9 +518,8 @@ fn a_corruption_error_names_the_damaged_sst() {
     let err = db.verify().expect_err("verify of a damaged SST");
     assert!(err.is_corruption(), "{err}");
     assert!(
-        err.to_string().contains(&name_of(&sst)),
-        "the error does not name {}: {err}",
-        name_of(&sst)
+        err.to_string().contains(&sst),
+        "the error does not name {sst}: {err}"
     );
 }
 
@@ -523,23 +528,16 @@ fn an_sst_the_manifest_names_missing_is_corruption_naming_it_at_open() {
     // Goal: an SST deleted (by hand, or after an edit the manifest no
     // longer holds) is found at open, naming the file, not at the first
     // read that needs it; the open changes nothing.
-    let built = build();
-    let sst = files(built.path(), |n| n.ends_with(".sst"))
-        .into_iter()
-        .next()
-        .expect("an SST");
-    let copy = tempfile::tempdir().expect("tempdir");
-    copy_dir(built.path(), copy.path());
-    fs::remove_file(copy.path().join(name_of(&sst))).expect("remove");
+    let (copy, sst) = copy_and_first_sst();
+    fs::remove_file(copy.path().join(&sst)).expect("remove");
     let before = files(copy.path(), |_| true);
     match Db::open(copy.path(), options(WalRecovery::TornTailOnly)) {
         Err(e @ Error::Corruption { .. }) => assert!(
-            e.to_string().contains(&name_of(&sst)),
-            "the error does not name {}: {e}",
-            name_of(&sst)
+            e.to_string().contains(&sst),
+            "the error does not name {sst}: {e}"
         ),
         Err(e) => panic!("expected Corruption, got {e}"),
-        Ok(_) => panic!("opened without {}", name_of(&sst)),
+        Ok(_) => panic!("opened without {sst}"),
     }
     let after = files(copy.path(), |_| true);
     assert_eq!(before, after, "the refused open changed the directory");
