@@ -31,7 +31,9 @@
 //! numbered from 0; `inject(after_ops, kind)` makes operation number
 //! `mutating_ops() + after_ops` fail, so `inject(0, ..)` fails the very next
 //! mutating call; `inject_randomly` fails each with a seeded chance. The
-//! counter never resets, not even at `crash`.
+//! counter never resets, not even at `crash`. Reads (`open`, `read_at`) are
+//! numbered apart; `inject_read_errors` fails each with EIO by a seeded
+//! chance.
 //!
 //! A failed operation changes nothing: an append that fails with EIO or
 //! ENOSPC writes no byte, a failed sync makes nothing durable, a failed
@@ -98,13 +100,6 @@ impl PendingWrites {
             1 => PendingWrites::InOrder(seed),
             _ => PendingWrites::Any(seed),
         }
-    }
-
-    /// True for the pessimistic disk, which may break what spinney relies
-    /// on from a file system (an appended file's unsynced end is a prefix
-    /// of what was appended: docs/durability.md).
-    pub fn reorders_appends(self) -> bool {
-        matches!(self, PendingWrites::Any(_))
     }
 }
 
@@ -619,9 +614,9 @@ impl FaultFs {
     /// what was last synced (`PendingWrites::Lost`). With `Some(seed)`, as
     /// `PendingWrites::InOrder(seed)`: each file whose unsynced bytes extend
     /// its synced bytes keeps a prefix of 0..=all of those bytes, its length
-    /// chosen from the seed and the file. Handles from
-    /// before are dead, locks are released, pending faults are cleared, and
-    /// a `FaultKind::Crash` that fired is over.
+    /// chosen from the seed and the file. Handles from before are dead,
+    /// locks are released, pending faults are cleared, and a
+    /// `FaultKind::Crash` that fired is over.
     pub fn crash(&self, tear_seed: Option<u64>) {
         self.crash_with(tear_seed.map_or(PendingWrites::Lost, PendingWrites::InOrder));
     }
