@@ -70,8 +70,19 @@ pub fn run(name: &str, data: &[u8]) -> bool {
 /// A log segment: its framing, and each record as a batch.
 pub fn log_segment(data: &[u8]) {
     let mut reader = LogReader::new(data.to_vec());
-    while let Read::Record { data, .. } = reader.next() {
-        batch_record(&data);
+    let damage = loop {
+        match reader.next() {
+            Read::Record { data, .. } => batch_record(&data),
+            Read::Corrupt { offset, .. } | Read::Torn { offset, .. } => break Some(offset),
+            Read::End => break None,
+        }
+    };
+    // What an open does at damage: it looks for sync marks after it (the
+    // log's, and the manifest's empty edits).
+    if let Some(offset) = damage {
+        let from = usize::try_from(offset).unwrap_or(usize::MAX);
+        let _ = reader.newest_sync_mark_from(from);
+        let _ = reader.has_empty_record_from(from);
     }
 }
 
@@ -447,9 +458,13 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "log_segment" => {
             let (file, out) = mem_writable();
             let mut w = LogWriter::new(Box::new(file));
-            for _ in 0..3 {
+            for i in 0..3 {
                 let _ = w.add_record(&batch);
+                // A sync mark after each, as after a sync; and the
+                // manifest's mark, an empty record, after the last.
+                let _ = w.add_record(&crate::wal::batch::encode_sync_mark(i + 1));
             }
+            let _ = w.add_record(&[]);
             let _ = w.flush();
             let bytes = out.lock().clone();
             vec![bytes]
@@ -608,7 +623,8 @@ mod tests {
             _ => None,
         })
         .count();
-        assert_eq!(records, 3);
+        // Three batches, a sync mark after each, and an empty record.
+        assert_eq!(records, 7);
         assert!(VersionEdit::decode(&seeds("manifest_edit").remove(0)).is_ok());
         let file: Arc<dyn RandomAccessFile> = Arc::new(mem_file(seeds("sst_file").remove(0)));
         let sst = Sst::open(file, 1, Arc::new(Cache::new(1 << 20))).expect("an SST");
