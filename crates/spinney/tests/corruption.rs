@@ -466,8 +466,8 @@ fn truncating_the_log_keeps_a_prefix_and_everything_before_the_cut() {
 
 /// Flips byte 10 (a payload byte of the first record, which is not the
 /// last) of the oldest file matching `pred` in a copy, and expects the open
-/// to fail with a Corruption error naming the file.
-fn open_refuses_naming(built: &Path, pred: impl Fn(&str) -> bool) {
+/// (with `recovery`) to fail with a Corruption error naming the file.
+fn open_refuses_naming(built: &Path, pred: impl Fn(&str) -> bool, recovery: WalRecovery) {
     let victim = files(built, pred).remove(0);
     let name = name_of(&victim);
     let copy = tempfile::tempdir().expect("tempdir");
@@ -476,7 +476,7 @@ fn open_refuses_naming(built: &Path, pred: impl Fn(&str) -> bool) {
     let mut bytes = fs::read(&path).expect("read");
     bytes[10] ^= 0xff;
     fs::write(&path, &bytes).expect("write");
-    match Db::open(copy.path(), options(WalRecovery::TornTailOnly)) {
+    match Db::open(copy.path(), options(recovery)) {
         Err(e @ Error::Corruption { .. }) => assert!(
             e.to_string().contains(&name),
             "the error does not name {name}: {e}"
@@ -545,15 +545,23 @@ fn an_sst_the_manifest_names_missing_is_corruption_naming_it_at_open() {
 
 #[test]
 fn a_corruption_error_names_the_damaged_log_segment() {
-    open_refuses_naming(build().path(), |n| n.ends_with(".wal"));
+    open_refuses_naming(
+        build().path(),
+        |n| n.ends_with(".wal"),
+        WalRecovery::TornTailOnly,
+    );
 }
 
 #[test]
 fn a_damaged_first_manifest_record_is_corruption_naming_the_manifest() {
     // Goal: the manifest's first record holds the whole catalog; damage to
     // it must refuse the open, not be taken for a torn tail (which would
-    // open an empty database and delete every SST as garbage).
-    open_refuses_naming(build().path(), |n| n.starts_with("MANIFEST-"));
+    // open an empty database and delete every SST as garbage), nor for the
+    // end of what a point-in-time recovery keeps (the same).
+    let built = build();
+    for recovery in [WalRecovery::TornTailOnly, WalRecovery::PointInTime] {
+        open_refuses_naming(built.path(), |n| n.starts_with("MANIFEST-"), recovery);
+    }
 }
 
 // B-tree files. One database with one B-tree table of 4 KiB pages is built

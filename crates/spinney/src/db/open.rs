@@ -215,6 +215,13 @@ fn read_manifest_numbered(
             }
             // A torn last edit was never acknowledged.
             Read::Torn { .. } => break,
+            // The first record is synced before CURRENT names the manifest,
+            // and holds the whole catalog: damage there is corruption in
+            // every mode (keeping the edits before it would open an empty
+            // database over the old one's files).
+            Read::Corrupt { offset, detail } if offset == 0 => {
+                return Err(Error::corruption(&path, offset, detail));
+            }
             Read::Corrupt { offset, detail } => {
                 if wal_recovery == WalRecovery::PointInTime {
                     break;
@@ -222,10 +229,9 @@ fn read_manifest_numbered(
                 // Each edit is synced, and then marked (`sync_and_mark`),
                 // before the next is written: damage that no mark follows
                 // is the edit a power loss interrupted (written in any
-                // state), never acknowledged. The first record is synced
-                // before CURRENT names the manifest: damage there, or damage
-                // a mark follows, is corruption.
-                if offset > 0 && !reader.has_empty_record_from(offset as usize) {
+                // state), never acknowledged. Damage a mark follows is
+                // corruption.
+                if !reader.has_empty_record_from(offset as usize) {
                     break;
                 }
                 return Err(Error::corruption(&path, offset, detail));
