@@ -35,12 +35,11 @@ pub(crate) fn encode_sync_mark(synced_seqno: u64) -> [u8; HEADER_BYTES] {
     mark
 }
 
-/// The seqno of a sync mark, if `record` is one.
+/// The seqno of a sync mark, if `record` is one: a batch header and
+/// nothing after it, its count `SYNC_MARK_COUNT`.
 pub(crate) fn parse_sync_mark(record: &[u8]) -> Option<u64> {
-    let mark: &[u8; HEADER_BYTES] = record.try_into().ok()?;
-    let (seqno, count) = mark.split_at(8);
-    let count = u32::from_le_bytes(count.try_into().ok()?);
-    (count == SYNC_MARK_COUNT).then(|| u64::from_le_bytes(seqno.try_into().unwrap_or([0; 8])))
+    let header = DecodedBatch::parse(record).ok()?;
+    (header.count == SYNC_MARK_COUNT && header.entries.is_empty()).then_some(header.seqno_first)
 }
 
 /// An encoded batch under construction.
@@ -255,6 +254,21 @@ mod tests {
             rep.encode(7),
             [7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, b'a', 1, b'b']
         );
+    }
+
+    #[test]
+    fn golden_bytes_of_a_sync_mark() {
+        // Goal: the mark's bytes are pinned (docs/format.md, "Sync marks"),
+        // and only those bytes read as a mark: no batch, nothing shorter
+        // or longer.
+        let mark = encode_sync_mark(7);
+        assert_eq!(mark, [7, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(parse_sync_mark(&mark), Some(7));
+        let mut batch = BatchRep::default();
+        batch.push(Kind::Put, 1, b"a", b"b");
+        assert_eq!(parse_sync_mark(batch.encode(7)), None);
+        assert_eq!(parse_sync_mark(mark.get(..11).unwrap_or_default()), None);
+        assert_eq!(parse_sync_mark(&[&mark[..], &[0]].concat()), None);
     }
 
     #[test]
