@@ -139,11 +139,7 @@ pub fn drop_within_seconds<T: Send + 'static>(db: Db, handles: T, ctx: &str) {
 /// two that choose with `seed`: for sweeps that lose power at every
 /// operation in each way.
 pub fn each_way(seed: u64) -> [PendingWrites; 3] {
-    [
-        PendingWrites::Lost,
-        PendingWrites::InOrder(seed),
-        PendingWrites::Any(seed),
-    ]
+    std::array::from_fn(|n| PendingWrites::nth(n as u64, seed))
 }
 
 /// Reopens a database after a crash with pending writes kept as `pending`
