@@ -15,10 +15,20 @@ use crate::mvcc::key::KeyRef;
 use crate::read_context::{self, ReadContext};
 
 thread_local! {
-    /// Window buffers of this thread's dropped iterators, for its next
-    /// ones: an iterator made for each seek (as db_bench's are) otherwise
-    /// allocates and frees them each time.
-    static SPARE_WINDOWS: RefCell<Vec<(Vec<u8>, Vec<Span>)>> = const { RefCell::new(Vec::new()) };
+    /// Buffers of this thread's dropped iterators, for its next ones: an
+    /// iterator made for each seek (as db_bench's are) otherwise allocates
+    /// and frees them each time.
+    static SPARE_WINDOWS: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An iterator's buffers: the window's bytes and spans, the separators
+/// around its leaf, and the key a load is positioned by.
+#[derive(Default)]
+struct Buffers {
+    data: Vec<u8>,
+    spans: Vec<Span>,
+    bounds: Bounds,
+    edge: Vec<u8>,
 }
 
 /// The most window buffers a thread keeps for later iterators.
@@ -26,7 +36,8 @@ const SPARE_WINDOWS_MAX: usize = 4;
 
 /// The entries a fresh iterator copies from a leaf: a seek and the few
 /// steps after it (db_bench's seekrandom takes ten) need no more. Each
-/// copy after the first in one iterator doubles it, up to a whole leaf.
+/// copy that a leaf's end did not cut short doubles it, up to a whole
+/// leaf.
 const WINDOW_FIRST: usize = 16;
 const WINDOW_MAX: usize = 1 << 12;
 
@@ -36,10 +47,12 @@ const WINDOW_MAX: usize = 1 << 12;
 const WINDOW_BYTES_MAX: usize = 1 << 20;
 
 /// Where a copied entry lies in the window's bytes: its internal key at
-/// `key..value`, its value at `value..end`.
+/// `key..key_end`, its value at `value..end` (an inline value's length
+/// may lie between them: a leaf cell is copied whole).
 #[derive(Clone, Copy, Default)]
 struct Span {
     key: usize,
+    key_end: usize,
     value: usize,
     end: usize,
 }
@@ -47,7 +60,7 @@ struct Span {
 impl Span {
     /// The entry's internal key, in the window's bytes `data`.
     fn key(self, data: &[u8]) -> &[u8] {
-        data.get(self.key..self.value).unwrap_or_default()
+        data.get(self.key..self.key_end).unwrap_or_default()
     }
 
     /// The entry's value, in the window's bytes `data`.
@@ -80,8 +93,8 @@ enum Pick<'a> {
 /// in one wait. Past the window it descends again, for the entries after
 /// its last key (within the leaf) or after the leaf's separator (the next
 /// leaf), so it never follows a page number that a writer may have
-/// replaced; each such copy doubles the window, so a long scan copies
-/// whole leaves. It must read under a registered snapshot: the writer then
+/// replaced; each full window doubles the next, so a long scan soon
+/// copies whole leaves. It must read under a registered snapshot: the writer then
 /// keeps every version the snapshot sees, and what the iterator read from
 /// one window stays consistent with what it reads from the next.
 pub(crate) struct BtreeIter {
@@ -107,7 +120,12 @@ pub(crate) struct BtreeIter {
 
 impl BtreeIter {
     pub(crate) fn new(table: Arc<BtreeTable>) -> BtreeIter {
-        let (data, spans) = SPARE_WINDOWS
+        let Buffers {
+            data,
+            spans,
+            bounds,
+            edge,
+        } = SPARE_WINDOWS
             .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
             .ok()
             .flatten()
@@ -121,8 +139,8 @@ impl BtreeIter {
             pos: 0,
             valid: false,
             window: WINDOW_FIRST,
-            bounds: Bounds::default(),
-            edge: Vec::new(),
+            bounds,
+            edge,
             status: Ok(()),
         }
     }
@@ -185,6 +203,21 @@ impl BtreeIter {
         let backward = matches!(pick, Pick::Before(_));
         for k in 0..hi - lo {
             let i = if backward { hi - 1 - k } else { lo + k };
+            if let Some((cell, klen)) = page::leaf_inline_cell(p, i) {
+                // Key, value length and value in one copy.
+                if !self.spans.is_empty() && self.data.len() + cell.len() > WINDOW_BYTES_MAX {
+                    break;
+                }
+                let at = self.data.len();
+                self.data.extend_from_slice(cell);
+                self.spans.push(Span {
+                    key: at,
+                    key_end: at + klen,
+                    value: at + klen + 2,
+                    end: self.data.len(),
+                });
+                continue;
+            }
             let (key, value) = page::leaf_entry(p, i);
             let value_len = match value {
                 page::Value::Inline(v) => v.len(),
@@ -208,6 +241,7 @@ impl BtreeIter {
             }
             self.spans.push(Span {
                 key: at,
+                key_end: value_at,
                 value: value_at,
                 end: self.data.len(),
             });
@@ -221,7 +255,12 @@ impl BtreeIter {
         };
         self.first = lo;
         self.leaf_count = count;
-        self.window = (self.window * 2).min(WINDOW_MAX);
+        // A window the leaf's end cut short says nothing of how far the
+        // cursor goes: the next leaf's copy takes as many again. A full
+        // one doubles, so that a long scan soon copies whole leaves.
+        if hi - lo >= self.window {
+            self.window = (self.window * 2).min(WINDOW_MAX);
+        }
         Ok(true)
     }
 
@@ -300,10 +339,12 @@ impl Drop for BtreeIter {
         if self.data.capacity() == 0 {
             return;
         }
-        let buffers = (
-            std::mem::take(&mut self.data),
-            std::mem::take(&mut self.spans),
-        );
+        let buffers = Buffers {
+            data: std::mem::take(&mut self.data),
+            spans: std::mem::take(&mut self.spans),
+            bounds: std::mem::take(&mut self.bounds),
+            edge: std::mem::take(&mut self.edge),
+        };
         let _ = SPARE_WINDOWS.try_with(|s| {
             if let Ok(mut s) = s.try_borrow_mut() {
                 if s.len() < SPARE_WINDOWS_MAX {

@@ -239,6 +239,19 @@ pub(crate) fn leaf_entry(p: &[u8], i: usize) -> (&[u8], Value<'_>) {
     (cell_key(c, KIND_LEAF), cell_value(c))
 }
 
+/// Leaf cell `i` as one slice when its value is inline: its internal key,
+/// the value's length (`u16`), and the value, with the key's length. None
+/// for a value in an overflow run. A cursor copies an entry with one copy.
+pub(crate) fn leaf_inline_cell(p: &[u8], i: usize) -> Option<(&[u8], usize)> {
+    let c = p.get(cell_offset(p, i)..).unwrap_or_default();
+    let (klen, overflow) = leaf_key_len(c);
+    if overflow {
+        return None;
+    }
+    let len = u16_at(c, 2 + klen);
+    c.get(2..2 + klen + 2 + len).map(|body| (body, klen))
+}
+
 /// The value of a raw leaf cell (see `cell_bytes`).
 pub(crate) fn cell_value(c: &[u8]) -> Value<'_> {
     let (klen, overflow) = leaf_key_len(c);

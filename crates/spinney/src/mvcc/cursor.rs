@@ -299,11 +299,13 @@ impl<I: InternalIterator> UserCursor<I> {
             Direction::Reverse => self
                 .iter
                 .seek(&internal_key(&self.key, SEQNO_MAX, KIND_SEEK)),
-            // It is on the current key's newest visible version: the key's
-            // older versions are skipped.
+            // It is on the current key's newest visible version: it steps
+            // off it (not read again), and the key's older versions are
+            // skipped.
             Direction::Forward => {
                 self.key.clear();
                 self.key.extend_from_slice(key::user_key(self.iter.key()));
+                self.iter.next();
             }
         }
         self.find_next_user_entry(true);
