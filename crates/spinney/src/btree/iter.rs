@@ -182,7 +182,7 @@ impl BtreeIter {
         let mut compared = 0;
         let (lo, hi) = match pick {
             Pick::AtOrAfter(k) | Pick::After(k) => {
-                let mut lo = page::lower_bound(p, KeyRef::of(k), &mut compared);
+                let mut lo = page::lower_bound_then(p, KeyRef::of(k), self.window, &mut compared);
                 if matches!(pick, Pick::After(_)) && lo < count && page::ikey(p, lo) == k {
                     lo += 1;
                 }
@@ -197,7 +197,10 @@ impl BtreeIter {
             Pick::First => (0, count.min(self.window)),
         };
         ctx.keys_compared += compared;
-        page::prefetch_cells(p, lo..hi);
+        if !matches!(pick, Pick::AtOrAfter(_) | Pick::After(_)) {
+            // (A forward pick's search started loading them.)
+            page::prefetch_cells(p, lo..hi);
+        }
         // Copied from where the cursor goes on (forward from `lo`, backward
         // from `hi`), while within the byte budget.
         let backward = matches!(pick, Pick::Before(_));

@@ -159,11 +159,11 @@ fn head(user_key: &[u8], prefix: usize) -> u32 {
     if let Some(b) = rest.get(..4).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
         return u32::from_be_bytes(b);
     }
-    let mut b = [0u8; 4];
-    for (d, s) in b.iter_mut().zip(rest) {
-        *d = *s;
-    }
-    u32::from_be_bytes(b)
+    // Built in a register: bytes copied into an array and read back as a
+    // word stall the search (the load waits for the stores to retire).
+    (0..4).fold(0u32, |h, i| {
+        (h << 8) | u32::from(rest.get(i).copied().unwrap_or(0))
+    })
 }
 
 /// How many leading bytes `a` and `b` share.
@@ -410,7 +410,9 @@ impl Heads<'_> {
         let (mut base, mut size, mut probes) = (0, n, 1);
         while size > 1 {
             let half = size / 2;
-            base += usize::from(self.at(base + half) < head) * half;
+            // A select, not a branch: which way a probe goes is a coin toss
+            // the branch predictor loses half the time.
+            base = std::hint::select_unpredictable(self.at(base + half) < head, base + half, base);
             size -= half;
             probes += 1;
         }
@@ -422,7 +424,13 @@ impl Heads<'_> {
 /// or also those equal to it when `or_equal`. Heads narrow the search to
 /// the cells whose head ties the target's (usually none or one); full keys
 /// decide among those. `compared` counts the heads and keys compared.
-fn search(p: &[u8], target: KeyRef<'_>, or_equal: bool, compared: &mut u64) -> usize {
+fn search(
+    p: &[u8],
+    target: KeyRef<'_>,
+    or_equal: bool,
+    window: usize,
+    compared: &mut u64,
+) -> usize {
     let n = count(p);
     // A page whose header counts more slots than the image holds is
     // refused when read (`check_structure`); this one never is.
@@ -439,7 +447,13 @@ fn search(p: &[u8], target: KeyRef<'_>, or_equal: bool, compared: &mut u64) -> u
     // The cell the caller reads next: the child's separator in a branch,
     // the found key in a leaf.
     let probe = if or_equal { lo.saturating_sub(1) } else { lo };
-    prefetch_cell(p, probe.min(n.saturating_sub(1)));
+    if window > 0 {
+        // The cells a cursor copies next, loading beside the one the
+        // search compares (the heads place the target within one slot).
+        prefetch_cells(p, lo.saturating_sub(1)..lo + window);
+    } else {
+        prefetch_cell(p, probe.min(n.saturating_sub(1)));
+    }
     // The cells whose heads tie the target's follow `lo`: a few at most
     // unless the keys share more than the page's prefix and four bytes.
     let mut hi = lo;
@@ -490,13 +504,25 @@ fn search(p: &[u8], target: KeyRef<'_>, or_equal: bool, compared: &mut u64) -> u
 
 /// The first slot position whose key is >= `target` (`count` if none).
 pub(crate) fn lower_bound(p: &[u8], target: KeyRef<'_>, compared: &mut u64) -> usize {
-    search(p, target, false, compared)
+    search(p, target, false, 0, compared)
+}
+
+/// `lower_bound` for a cursor that copies the `window` cells from there:
+/// they start loading before the search reads its first cell, so that
+/// their misses overlap its own.
+pub(crate) fn lower_bound_then(
+    p: &[u8],
+    target: KeyRef<'_>,
+    window: usize,
+    compared: &mut u64,
+) -> usize {
+    search(p, target, false, window, compared)
 }
 
 /// The child position of a branch to descend into for `target`: the last
 /// cell whose key is <= `target`, plus one (0: the leftmost child).
 pub(crate) fn branch_position(p: &[u8], target: KeyRef<'_>, compared: &mut u64) -> usize {
-    search(p, target, true, compared)
+    search(p, target, true, 0, compared)
 }
 
 /// Whether a cell of `len` bytes fits, perhaps after `compact`.
