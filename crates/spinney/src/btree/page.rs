@@ -424,6 +424,10 @@ impl Heads<'_> {
 /// or also those equal to it when `or_equal`. Heads narrow the search to
 /// the cells whose head ties the target's (usually none or one); full keys
 /// decide among those. `compared` counts the heads and keys compared.
+/// The bytes of a page's start that whoever finds a page prefetches
+/// (`pager::PREFETCH_IMAGE_LINES`).
+pub(crate) const SLOTS_PREFETCHED: usize = 4 * 64;
+
 fn search(
     p: &[u8],
     target: KeyRef<'_>,
@@ -437,6 +441,11 @@ fn search(
     let Some(slots) = p.get(HEADER..HEADER + n * SLOT) else {
         return 0;
     };
+    // The slots past the lines the finder prefetched start loading
+    // together, not one probe's miss after the other.
+    for line in (SLOTS_PREFETCHED..HEADER + n * SLOT).step_by(64) {
+        crate::prefetch::prefetch(p.get(line..).unwrap_or_default());
+    }
     let heads = Heads {
         slots: slots.as_chunks::<SLOT>().0,
     };

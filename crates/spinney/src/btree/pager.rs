@@ -53,7 +53,7 @@ pub(super) type WriteGuard<'a> = RwLockWriteGuard<'a, PageBuf>;
 
 /// Lines of a page image a reader prefetches as it finds the page: the
 /// header and the first slots.
-const PREFETCH_IMAGE_LINES: usize = 4;
+const PREFETCH_IMAGE_LINES: usize = page::SLOTS_PREFETCHED / 64;
 
 /// Starts loading `lines` cache lines from address `at` (a hint: nothing is
 /// read, and an address that is no longer an image's costs nothing wrong).
