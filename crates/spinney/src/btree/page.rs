@@ -359,13 +359,18 @@ fn prefetch_cell(p: &[u8], i: usize) {
 /// Asks the CPU to start loading the cells of the slots in `range`, all
 /// at once (a cursor's window of a leaf).
 pub(crate) fn prefetch_cells(p: &[u8], range: Range<usize>) {
-    let n = count(p);
-    for i in range.start..range.end.min(n) {
+    let end = range.end.min(count(p));
+    let Some(slots) = p.get(HEADER + range.start * SLOT..HEADER + end * SLOT) else {
+        return;
+    };
+    let base = p.as_ptr() as usize;
+    for s in slots.as_chunks::<SLOT>().0 {
         // A cell's first three lines: its length is on the first, which
-        // has not arrived yet.
-        let off = cell_offset(p, i);
-        for line in [off, off + 64, off + 128] {
-            crate::prefetch::prefetch(p.get(line..).unwrap_or_default());
+        // has not arrived yet. (A prefetch of any address is harmless: a
+        // damaged offset costs a wasted load.)
+        let at = base + usize::from(u16::from_le_bytes([s[0], s[1]]));
+        for line in 0..3 {
+            crate::prefetch::prefetch_address(at + line * 64);
         }
     }
 }
