@@ -26,14 +26,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use super::format::{self, Checkpoint, FIRST_DATA_PAGE, FREE_EXTENT_BYTES, HEADER_BYTES};
 use super::frames::FrameTable;
 use super::free_space::{add_extent, TreeState};
 use super::page;
 use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
-use super::{file_name, BtreeTable, Root};
+use super::{file_name, BtreeTable, Root, RootCell};
 use crate::cache::Cache;
 use crate::counter::StripedGate;
 use crate::error::{Error, Result};
@@ -181,7 +181,7 @@ impl BtreeTable {
             path,
             file: pf,
             cache,
-            root: RwLock::new(Root::new(c.root, c.height)),
+            root: RootCell::new(Root::new(c.root, c.height)),
             tree: Mutex::new(state),
             persisted_seqno: AtomicU64::new(c.seqno),
             durable_generation: AtomicU64::new(c.generation),

@@ -67,10 +67,10 @@ pub(crate) mod verify;
 mod write;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, MutexGuard};
 
 pub(crate) use self::checkpoint::CheckpointCounters;
 pub(crate) use self::format::{max_key_len, Checkpoint};
@@ -107,6 +107,113 @@ impl Root {
     }
 }
 
+/// Where the root is, read by descents without taking a lock: a lock word
+/// every descent of every thread wrote (a reader-writer lock's count) kept
+/// two cores passing its cache line back and forth.
+///
+/// A writer that may change the root (a split, a merge, a copy of the root
+/// page) holds `lock` for the whole change (`write`), and `seq` is odd
+/// meanwhile. A descent reads `seq`, the place, latches the root's page,
+/// and reads `seq` again (`read.rs`, `descend`): if it moved, the descent
+/// lets the page go and starts over. So a descent either latched the root
+/// before the change began (the writer then waits for its latch, as it
+/// waits for every latch on its path) or after it ended, never in between.
+/// `seq` never takes a value twice, so an unchanged `seq` means no change.
+struct RootCell {
+    lock: Mutex<()>,
+    seq: AtomicU64,
+    pgno: AtomicU64,
+    height: AtomicU32,
+}
+
+/// A writer's hold on the root (see `RootCell`): the place is published,
+/// and `seq` made even again, when it is dropped.
+struct RootGuard<'a> {
+    cell: &'a RootCell,
+    root: Root,
+    _lock: MutexGuard<'a, ()>,
+}
+
+impl RootCell {
+    fn new(root: Root) -> RootCell {
+        RootCell {
+            lock: Mutex::new(()),
+            seq: AtomicU64::new(0),
+            pgno: AtomicU64::new(root.pgno),
+            height: AtomicU32::new(root.height),
+        }
+    }
+
+    /// `seq` as a descent starts, once no change is under way (waiting for
+    /// one to end on the writer's lock), and the place it names.
+    fn begin_read(&self) -> (u64, Root) {
+        loop {
+            let seq = self.seq.load(Ordering::Acquire);
+            if seq % 2 == 1 {
+                drop(self.lock.lock());
+                continue;
+            }
+            let root = Root::new(
+                self.pgno.load(Ordering::Acquire),
+                self.height.load(Ordering::Acquire),
+            );
+            return (seq, root);
+        }
+    }
+
+    /// Whether no change began since `begin_read` returned `seq`. The
+    /// caller latched the root's page since (an acquiring read-modify-write,
+    /// so this load is not made before it).
+    fn unchanged(&self, seq: u64) -> bool {
+        self.seq.load(Ordering::Acquire) == seq
+    }
+
+    /// A consistent place, for the callers that do not descend.
+    fn read(&self) -> Root {
+        loop {
+            let (seq, root) = self.begin_read();
+            if self.unchanged(seq) {
+                return root;
+            }
+        }
+    }
+
+    /// Holds off every other change and every new descent until dropped.
+    fn write(&self) -> RootGuard<'_> {
+        let lock = self.lock.lock();
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        RootGuard {
+            cell: self,
+            root: Root::new(
+                self.pgno.load(Ordering::Relaxed),
+                self.height.load(Ordering::Relaxed),
+            ),
+            _lock: lock,
+        }
+    }
+}
+
+impl std::ops::Deref for RootGuard<'_> {
+    type Target = Root;
+    fn deref(&self) -> &Root {
+        &self.root
+    }
+}
+
+impl std::ops::DerefMut for RootGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Root {
+        &mut self.root
+    }
+}
+
+impl Drop for RootGuard<'_> {
+    fn drop(&mut self) {
+        self.cell.pgno.store(self.root.pgno, Ordering::Release);
+        self.cell.height.store(self.root.height, Ordering::Release);
+        self.cell.seq.fetch_add(1, Ordering::Release);
+    }
+}
+
 pub(crate) struct BtreeTable {
     pub id: u32,
     pub name: String,
@@ -115,7 +222,7 @@ pub(crate) struct BtreeTable {
     pub path: PathBuf,
     pub file: Arc<PageFile>,
     cache: Arc<Cache>,
-    root: RwLock<Root>,
+    root: RootCell,
     tree: Mutex<TreeState>,
     /// Held for a whole checkpoint; guards `durable`.
     ckpt: Mutex<Checkpoint>,

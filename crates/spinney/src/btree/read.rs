@@ -130,13 +130,21 @@ impl BtreeTable {
             b.clear();
         }
         let descent = self.descents.enter();
-        let root = self.root.read();
-        if root.pgno == 0 {
-            return Ok(None);
-        }
-        let height = root.height;
-        let (mut frame, mut guard, found) = self.latch_for_read(root.pgno, epoch, ctx)?;
-        drop(root);
+        // The root's page latched while the root stayed where it was read
+        // (`RootCell`).
+        let (height, mut frame, mut guard, found) = loop {
+            let (seq, root) = self.root.begin_read();
+            if root.pgno == 0 {
+                if self.root.unchanged(seq) {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let (frame, guard, found) = self.latch_for_read(root.pgno, epoch, ctx)?;
+            if self.root.unchanged(seq) {
+                break (root.height, frame, guard, found);
+            }
+        };
         // Pages found through the frame table, counted once per descent
         // (the cache's path counts its own).
         let mut found_here = u64::from(found);
