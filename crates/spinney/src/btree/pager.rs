@@ -64,6 +64,15 @@ fn prefetch_lines(at: usize, lines: usize) {
     }
 }
 
+/// Where every frame's `version` comes from: each value is handed out
+/// once, so that a frame and a version name one state of one page even
+/// after the frame's memory is reused.
+static VERSIONS: AtomicU64 = AtomicU64::new(1);
+
+fn next_version() -> u64 {
+    VERSIONS.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Bytes a page is charged in the cache beyond its size (frame, map entry).
 pub(super) const FRAME_OVERHEAD: u64 = 96;
 
@@ -160,6 +169,12 @@ pub(crate) struct Frame {
     /// place, never replaced), published beside the frame in the frame
     /// table for readers to prefetch.
     image_at: usize,
+    /// Taken anew whenever the image may change or the frame leaves: as
+    /// the write latch is taken (`write`, `try_leave`). A reader that
+    /// copied the image under the read latch with the version of that
+    /// moment knows its copy is the page as it is while the version stays
+    /// (`read.rs`, the top of the tree).
+    version: AtomicU64,
     latch: RwLock<PageBuf>,
 }
 
@@ -172,6 +187,7 @@ impl Frame {
             gone: AtomicBool::new(false),
             touched: AtomicBool::new(false),
             image_at: image.as_ptr() as usize,
+            version: AtomicU64::new(next_version()),
             latch: RwLock::new(PageBuf {
                 dirty: AtomicBool::new(dirty),
                 image,
@@ -184,9 +200,17 @@ impl Frame {
         self.latch.read()
     }
 
-    /// The write latch.
+    /// The write latch. The version changes as it is taken, before any
+    /// change to the image.
     pub(crate) fn write(&self) -> WriteGuard<'_> {
-        self.latch.write()
+        let page = self.latch.write();
+        self.version.store(next_version(), Ordering::Release);
+        page
+    }
+
+    /// The frame's version (see `version`).
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     fn try_read(&self) -> Option<ReadGuard<'_>> {
@@ -210,7 +234,7 @@ impl Frame {
     /// The read latch of a frame found through the frame table, if it is
     /// still its page's frame: None if it has left the cache since (the
     /// reader looks again). Marks it touched, for the clock.
-    fn read_if_current(&self) -> Option<ReadGuard<'_>> {
+    pub(super) fn read_if_current(&self) -> Option<ReadGuard<'_>> {
         let page = self.latch.read();
         if self.gone.load(Ordering::Acquire) {
             return None;
@@ -281,6 +305,7 @@ impl Entry for Frame {
             return false;
         }
         self.gone.store(true, Ordering::Release);
+        self.version.store(next_version(), Ordering::Release);
         true
     }
 
@@ -499,6 +524,36 @@ impl BtreeTable {
         let frame: &'g Frame = unsafe { &*Arc::as_ptr(&held) };
         epoch.defer(move || drop(held));
         Ok((frame, frame.read(), false))
+    }
+
+    /// `latch_for_read` of a page in the cache only: None if it is not
+    /// there (or has just left), where `latch_for_read` would read it.
+    pub(super) fn latch_if_cached<'g>(
+        &'g self,
+        pgno: u64,
+        epoch: &'g Guard,
+        ctx: &mut ReadContext,
+    ) -> Option<(&'g Frame, ReadGuard<'g>)> {
+        let frame = self.find_frame(pgno, epoch)?;
+        let page = frame.read_if_current()?;
+        ctx.blocks_from_cache += 1;
+        Some((frame, page))
+    }
+
+    /// The frame the frame table publishes for `pgno`, unlatched: alive for
+    /// as long as the caller stays pinned in `epoch`, its image right only
+    /// once latched (or copied under its latch) and found not gone.
+    pub(super) fn find_frame<'g>(&'g self, pgno: u64, epoch: &'g Guard) -> Option<&'g Frame> {
+        let _ = epoch;
+        let (found, image_at) = self.file.frames.get(pgno);
+        if found.is_null() {
+            return None;
+        }
+        prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
+        // SAFETY: as in `latch_for_read`: a published frame is alive until
+        // every thread pinned when the cache let it go has unpinned, and
+        // this one has been pinned in `epoch` since before the load.
+        Some(unsafe { &*found })
     }
 
     /// The frame of page `pgno` for the writer, which holds it across its

@@ -2,16 +2,25 @@
 //! (`get`, and `get_across_leaves` for a key whose versions run into the
 //! next leaf), overflow values, and the tree's shape.
 //!
-//! Invariants: a descent holds a page's read latch until it has taken its
-//! child's (from the `root` lock down), so it never lands on a page a split
-//! or merge has half changed; it holds `descents` shared for as long as it
-//! reads pages it found through the tree, so that no page of the tree it
-//! started in is reused under it (`reclaim`).
+//! Invariants: below the top of the tree, a descent holds a page's read
+//! latch until it has taken its child's, so it never lands on a page a
+//! split or merge has half changed. The top (the root, and its children
+//! when it has few) it reads from its thread's copies, made under each
+//! page's read latch, and it takes the latch of the first page below them
+//! (only if cached) before it checks that the root is where it was
+//! (`RootCell`) and that no copied page's version moved (a version changes
+//! as a write latch is taken, before any change): if one did, it starts
+//! over, latching from the root down. So the latched page was, at the
+//! check, the one the copies lead to, and from there on it is coupled as
+//! before. A descent holds `descents` shared for as long as it reads pages
+//! it found through the tree, so that no page of the tree it started in is
+//! reused under it (`reclaim`).
 //!
 //! Thread-safety: any number of readers, beside the one writer; readers
 //! never take the writer's `tree` mutex (except the figures in `shape` and
 //! `quick_shape`, briefly).
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -114,8 +123,127 @@ pub struct BtreeShape {
     pub file_bytes: u64,
 }
 
+/// The levels from the root a descent reads from its thread's copies of
+/// their pages instead of latching them: the root, and the level below it
+/// when the root has few children. Every descent of every thread went
+/// through the same few pages, and took and let go of their latches, words
+/// two cores passed back and forth.
+const COPIED_LEVELS: usize = 2;
+
+/// A page below the root is read from a copy only if the root has at most
+/// this many children (so that a thread's copies hold them all).
+const COPIED_FANOUT: usize = 4;
+
+/// The copies a thread keeps, of any tables' top pages.
+const COPIES_MAX: usize = 8;
+
+/// A thread's copy of a branch page at the top of a tree: the frame it was
+/// copied from (its address), that frame's version then, and the image.
+struct PageCopy {
+    frame: usize,
+    version: u64,
+    image: Vec<u8>,
+}
+
+thread_local! {
+    static COPIES: RefCell<(Vec<PageCopy>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+}
+
+/// Where `target` leads in branch page `frame`, read from this thread's
+/// copy of it (made under its read latch when the frame's version moved
+/// since): the copy's version, the child, and the page's separators.
+/// Copies `bounds` as a latched read does. None when the frame is not a
+/// branch page any more or has left the cache: the caller latches it.
+fn read_copy(
+    frame: &Frame,
+    target: Target<'_>,
+    bounds: Option<&mut Bounds>,
+    ctx: &mut ReadContext,
+) -> Option<(u64, u64, usize)> {
+    COPIES
+        .try_with(|copies| {
+            let mut copies = copies.try_borrow_mut().ok()?;
+            let (copies, next) = &mut *copies;
+            let at = frame as *const Frame as usize;
+            let version = frame.version();
+            let i = match copies
+                .iter()
+                .position(|c| c.frame == at && c.version == version)
+            {
+                Some(i) => i,
+                None => {
+                    let page = frame.read_if_current()?;
+                    if page::kind(&page.image) != page::KIND_BRANCH {
+                        return None;
+                    }
+                    // Stable while the read latch is held: it changes only
+                    // as the write latch is taken.
+                    let version = frame.version();
+                    let i = match copies.iter().position(|c| c.frame == at) {
+                        Some(i) => i,
+                        None if copies.len() < COPIES_MAX => {
+                            copies.push(PageCopy {
+                                frame: at,
+                                version,
+                                image: Vec::new(),
+                            });
+                            copies.len() - 1
+                        }
+                        None => {
+                            *next = (*next + 1) % COPIES_MAX;
+                            *next
+                        }
+                    };
+                    let c = copies.get_mut(i)?;
+                    c.frame = at;
+                    c.version = version;
+                    c.image.clear();
+                    c.image.extend_from_slice(&page.image);
+                    i
+                }
+            };
+            let c = copies.get(i)?;
+            let (child, n) = branch_step(&c.image, target, bounds, ctx);
+            ctx.blocks_from_cache += 1;
+            Some((c.version, child, n))
+        })
+        .ok()
+        .flatten()
+}
+
+/// The child of branch page `p` that `target` leads to, and the page's
+/// separator count; the separators around it are copied into `bounds`.
+fn branch_step(
+    p: &[u8],
+    target: Target<'_>,
+    bounds: Option<&mut Bounds>,
+    ctx: &mut ReadContext,
+) -> (u64, usize) {
+    let n = page::count(p);
+    let pos = match target {
+        Target::First => 0,
+        Target::Last => n,
+        Target::AtOrAfter(t) => page::branch_position(p, t, &mut ctx.keys_compared),
+        Target::Before(t) => page::lower_bound(p, t, &mut ctx.keys_compared),
+    };
+    if let Some(b) = bounds {
+        // A deeper level's separator is the tighter one.
+        if pos > 0 {
+            Bounds::copy(&mut b.low, page::ikey(p, pos - 1));
+            b.has_low = true;
+        }
+        if pos < n {
+            Bounds::copy(&mut b.high, page::ikey(p, pos));
+            b.has_high = true;
+        }
+    }
+    (page::child_at(p, pos), n)
+}
+
 impl BtreeTable {
-    /// Descends to a leaf with latch coupling. None when the tree is empty.
+    /// Descends to a leaf: the top of the tree from this thread's copies,
+    /// then with latch coupling (see the module's invariants). None when
+    /// the tree is empty.
     /// The separators around the leaf are copied into `bounds` if given.
     /// The caller is pinned in `epoch` for as long as it reads the leaf:
     /// pages are found through the frame table (`latch_for_read`).
@@ -126,13 +254,18 @@ impl BtreeTable {
         ctx: &mut ReadContext,
         epoch: &'g Guard,
     ) -> Result<Option<Leaf<'g>>> {
-        if let Some(b) = bounds.as_deref_mut() {
-            b.clear();
-        }
         let descent = self.descents.enter();
-        // The root's page latched while the root stayed where it was read
-        // (`RootCell`).
-        let (height, mut frame, mut guard, found) = loop {
+        // The top of the tree read from this thread's copies, and the first
+        // page below them latched, while the root stayed where it was read
+        // (`RootCell`) and no page read from a copy changed (their
+        // versions): else the descent starts over.
+        // After a try that found a page changed or gone, the descent
+        // latches from the root down.
+        let mut from_copies = true;
+        let (height, mut depth, mut frame, mut guard, found) = loop {
+            if let Some(b) = bounds.as_deref_mut() {
+                b.clear();
+            }
             let (seq, root) = self.root.begin_read();
             if root.pgno == 0 {
                 if self.root.unchanged(seq) {
@@ -140,15 +273,47 @@ impl BtreeTable {
                 }
                 continue;
             }
-            let (frame, guard, found) = self.latch_for_read(root.pgno, epoch, ctx)?;
-            if self.root.unchanged(seq) {
-                break (root.height, frame, guard, found);
+            let mut copied: [(Option<&Frame>, u64); COPIED_LEVELS] = [(None, 0); COPIED_LEVELS];
+            let (mut pgno, mut depth, mut fanout) = (root.pgno, 1, 0);
+            for c in copied.iter_mut() {
+                if !from_copies || depth >= root.height || (depth > 1 && fanout > COPIED_FANOUT) {
+                    break;
+                }
+                let Some(frame) = self.find_frame(pgno, epoch) else {
+                    break;
+                };
+                let Some((version, child, n)) =
+                    read_copy(frame, target, bounds.as_deref_mut(), ctx)
+                else {
+                    break;
+                };
+                *c = (Some(frame), version);
+                (pgno, depth, fanout) = (child, depth + 1, n + 1);
             }
+            let copies = copied.iter().filter(|c| c.0.is_some()).count() as u64;
+            let (frame, guard, found) = if copies == 0 {
+                self.latch_for_read(pgno, epoch, ctx)?
+            } else {
+                // A page a copy named may have been freed since: only a
+                // cached one is latched (a freed page's frame is gone, and
+                // its place in the file holds no page to read).
+                match self.latch_if_cached(pgno, epoch, ctx) {
+                    Some((frame, guard)) => (frame, guard, true),
+                    None => {
+                        from_copies = false;
+                        continue;
+                    }
+                }
+            };
+            let still = |&(f, v): &(Option<&Frame>, u64)| f.is_none_or(|f| f.version() == v);
+            if self.root.unchanged(seq) && copied.iter().all(still) {
+                break (root.height, depth, frame, guard, u64::from(found) + copies);
+            }
+            from_copies = false;
         };
         // Pages found through the frame table, counted once per descent
         // (the cache's path counts its own).
-        let mut found_here = u64::from(found);
-        let mut depth = 1;
+        let mut found_here = found;
         let leaf = loop {
             let p = &guard.image;
             match page::kind(p) {
@@ -167,25 +332,7 @@ impl BtreeTable {
                     ))
                 }
             }
-            let n = page::count(p);
-            let pos = match target {
-                Target::First => 0,
-                Target::Last => n,
-                Target::AtOrAfter(t) => page::branch_position(p, t, &mut ctx.keys_compared),
-                Target::Before(t) => page::lower_bound(p, t, &mut ctx.keys_compared),
-            };
-            if let Some(b) = bounds.as_deref_mut() {
-                // A deeper level's separator is the tighter one.
-                if pos > 0 {
-                    Bounds::copy(&mut b.low, page::ikey(p, pos - 1));
-                    b.has_low = true;
-                }
-                if pos < n {
-                    Bounds::copy(&mut b.high, page::ikey(p, pos));
-                    b.has_high = true;
-                }
-            }
-            let child = page::child_at(p, pos);
+            let (child, _) = branch_step(p, target, bounds.as_deref_mut(), ctx);
             // The child's latch is taken before the parent's is let go.
             let (child_frame, child_guard, found) = self.latch_for_read(child, epoch, ctx)?;
             found_here += u64::from(found);
