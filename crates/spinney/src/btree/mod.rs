@@ -13,9 +13,11 @@
 //! are pruned and packed again once it is published (`tidy`).
 //!
 //! **Concurrency.** One writer at a time (the commit leader, recovery, or a
-//! checkpoint's freeze) holds `tree`; readers never take it. Readers descend
-//! with latch coupling: a page's read latch is taken before its parent's is
-//! released, starting from the `root` lock. The writer changes a page only
+//! checkpoint's freeze) holds `tree`; readers never take it. Readers read
+//! the top of the tree from their thread's copies, checked against the
+//! root's seqlock (`RootCell`) and the copied frames' versions, and descend
+//! below it with latch coupling: a page's read latch is taken before its
+//! parent's is released (`read.rs`). The writer changes a page only
 //! under its write latch, and takes latches top-down, so readers and the
 //! writer cannot deadlock; a split or merge holds the write latches of the
 //! whole path while it moves cells, so readers see a page before or after,

@@ -4,7 +4,9 @@
 //! `versions_kept`).
 //!
 //! Invariants: a split, merge or packing takes the `root` lock for
-//! writing and then the write latches of the whole path, top-down, and
+//! writing (`RootCell::write`: descents starting meanwhile wait, and those
+//! that started before it start over) and then the write latches of the
+//! whole path, top-down (each changing its frame's version), and
 //! holds them while it moves cells, so a reader sees the pages before or
 //! after, never between. A key's versions stay in one leaf unless they fill
 //! more than a page. A version stays while some reader may see it
