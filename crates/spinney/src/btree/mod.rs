@@ -115,12 +115,14 @@ impl Root {
 ///
 /// A writer that may change the root (a split, a merge, a copy of the root
 /// page) holds `lock` for the whole change (`write`), and `seq` is odd
-/// meanwhile. A descent reads `seq`, the place, latches the root's page,
-/// and reads `seq` again (`read.rs`, `descend`): if it moved, the descent
-/// lets the page go and starts over. So a descent either latched the root
-/// before the change began (the writer then waits for its latch, as it
-/// waits for every latch on its path) or after it ended, never in between.
-/// `seq` never takes a value twice, so an unchanged `seq` means no change.
+/// meanwhile. A descent reads `seq` and the place, reads the root (from
+/// its thread's copy, or latched), latches a page below or the root
+/// itself, and reads `seq` again (`read.rs`, `descend`): if it moved, the
+/// descent lets the page go and starts over. So a descent either latched
+/// its page before the change began (the writer then waits for that
+/// latch, as it waits for every latch on its path) or after it ended,
+/// never in between. `seq` never takes a value twice, so an unchanged
+/// `seq` means no change.
 struct RootCell {
     lock: Mutex<()>,
     seq: AtomicU64,
