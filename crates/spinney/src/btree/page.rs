@@ -448,8 +448,9 @@ fn search(
     };
     // The slots past the lines the finder prefetched start loading
     // together, not one probe's miss after the other.
+    let base = slots.as_ptr() as usize - HEADER;
     for line in (SLOTS_PREFETCHED..HEADER + n * SLOT).step_by(64) {
-        crate::prefetch::prefetch(p.get(line..).unwrap_or_default());
+        crate::prefetch::prefetch_address(base + line);
     }
     let heads = Heads {
         slots: slots.as_chunks::<SLOT>().0,
