@@ -35,3 +35,12 @@ pub(crate) fn prefetch_address(at: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = at;
 }
+
+/// Starts loading `lines` cache lines from address `at` on (any address,
+/// as `prefetch_address`).
+#[inline]
+pub(crate) fn prefetch_lines(at: usize, lines: usize) {
+    for i in 0..lines {
+        prefetch_address(at.wrapping_add(i * 64));
+    }
+}

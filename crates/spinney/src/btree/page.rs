@@ -368,10 +368,7 @@ pub(crate) fn prefetch_cells(p: &[u8], range: Range<usize>) {
         // A cell's first three lines: its length is on the first, which
         // has not arrived yet. (A prefetch of any address is harmless: a
         // damaged offset costs a wasted load.)
-        let at = base + usize::from(u16::from_le_bytes([s[0], s[1]]));
-        for line in 0..3 {
-            crate::prefetch::prefetch_address(at + line * 64);
-        }
+        crate::prefetch::prefetch_lines(base + usize::from(u16::from_le_bytes([s[0], s[1]])), 3);
     }
 }
 
@@ -448,10 +445,11 @@ fn search(
     };
     // The slots past the lines the finder prefetched start loading
     // together, not one probe's miss after the other.
-    let base = slots.as_ptr() as usize - HEADER;
-    for line in (SLOTS_PREFETCHED..HEADER + n * SLOT).step_by(64) {
-        crate::prefetch::prefetch_address(base + line);
-    }
+    let slots_end = HEADER + n * SLOT;
+    crate::prefetch::prefetch_lines(
+        p.as_ptr() as usize + SLOTS_PREFETCHED,
+        slots_end.saturating_sub(SLOTS_PREFETCHED).div_ceil(64),
+    );
     let heads = Heads {
         slots: slots.as_chunks::<SLOT>().0,
     };

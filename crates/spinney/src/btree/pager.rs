@@ -44,6 +44,7 @@ use crate::counter::Striped;
 use crate::error::{Error, Result};
 use crate::fs::PagedFile;
 use crate::options::Compression;
+use crate::prefetch::prefetch_lines;
 use crate::read_context::ReadContext;
 
 /// A page's read latch.
@@ -54,15 +55,6 @@ pub(super) type WriteGuard<'a> = RwLockWriteGuard<'a, PageBuf>;
 /// Lines of a page image a reader prefetches as it finds the page: the
 /// header and the first slots.
 const PREFETCH_IMAGE_LINES: usize = page::SLOTS_PREFETCHED / 64;
-
-/// Starts loading `lines` cache lines from address `at` (a hint: nothing is
-/// read, and an address that is no longer an image's costs nothing wrong).
-#[inline]
-fn prefetch_lines(at: usize, lines: usize) {
-    for i in 0..lines {
-        crate::prefetch::prefetch_address(at.wrapping_add(i * 64));
-    }
-}
 
 /// Where every frame's `version` comes from: each value is handed out
 /// once, so that a frame and a version name one state of one page even
@@ -501,22 +493,8 @@ impl BtreeTable {
         epoch: &'g Guard,
         ctx: &mut ReadContext,
     ) -> Result<(&'g Frame, ReadGuard<'g>, bool)> {
-        let (found, image_at) = self.file.frames.get(pgno);
-        if !found.is_null() {
-            // The frame's line and the image's first lines (the header and
-            // the slots a search probes first) load together, rather than
-            // the image only once the latch is taken.
-            prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
-            // SAFETY: a frame in the table is alive (the cache holds it),
-            // and once the cache lets it go it is dropped only after every
-            // thread pinned before then has unpinned (`Frame::release`);
-            // this thread has been pinned in `epoch` since before it loaded
-            // the pointer, and `epoch` outlives the reference.
-            let frame = unsafe { &*found };
-            if let Some(page) = frame.read_if_current() {
-                ctx.blocks_from_cache += 1;
-                return Ok((frame, page, true));
-            }
+        if let Some((frame, page)) = self.latch_if_cached(pgno, epoch, ctx) {
+            return Ok((frame, page, true));
         }
         let held = self.fetch(pgno, ctx)?;
         // SAFETY: the handle `held` keeps the frame alive, and it is dropped
@@ -549,10 +527,15 @@ impl BtreeTable {
         if found.is_null() {
             return None;
         }
+        // The frame's line and the image's first lines (the header and the
+        // slots a search probes first) load together, rather than the image
+        // only once the latch is taken.
         prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
-        // SAFETY: as in `latch_for_read`: a published frame is alive until
-        // every thread pinned when the cache let it go has unpinned, and
-        // this one has been pinned in `epoch` since before the load.
+        // SAFETY: a frame in the table is alive (the cache holds it), and
+        // once the cache lets it go it is dropped only after every thread
+        // pinned before then has unpinned (`Frame::release`); this thread
+        // has been pinned in `epoch` since before it loaded the pointer,
+        // and `epoch` outlives the reference.
         Some(unsafe { &*found })
     }
 

@@ -258,9 +258,8 @@ impl BtreeTable {
         // The top of the tree read from this thread's copies, and the first
         // page below them latched, while the root stayed where it was read
         // (`RootCell`) and no page read from a copy changed (their
-        // versions): else the descent starts over.
-        // After a try that found a page changed or gone, the descent
-        // latches from the root down.
+        // versions): else the descent starts over, and latches from the
+        // root down.
         let mut from_copies = true;
         let (height, mut depth, mut frame, mut guard, found) = loop {
             if let Some(b) = bounds.as_deref_mut() {
