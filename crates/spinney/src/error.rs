@@ -57,6 +57,17 @@ pub enum Error {
     },
     /// The request is valid but not supported by this build or table kind.
     Unsupported(String),
+    /// A transaction's commit found that another commit, made after the
+    /// transaction's snapshot was taken, wrote a key this transaction wrote
+    /// or read with `get_for_update` (the first committer wins). Nothing of
+    /// the transaction was written; running it again from the start, on a
+    /// new snapshot, can succeed (`Db::transact` does that).
+    Conflict {
+        /// The table of the key.
+        table: String,
+        /// The key the other commit wrote.
+        key: Vec<u8>,
+    },
     /// The database was closed; the handle used can no longer reach it.
     Closed,
 }
@@ -91,6 +102,12 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
+    /// True when the error is a transaction's conflict: running the
+    /// transaction again may succeed.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
+    }
+
     /// A copy of this error for handing to several waiters (the group-commit
     /// followers of a failed leader). `io::Error` is not `Clone`, so the copy
     /// keeps its kind and message.
@@ -118,6 +135,10 @@ impl Error {
                 reason: reason.clone(),
             },
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
+            Error::Conflict { table, key } => Error::Conflict {
+                table: table.clone(),
+                key: key.clone(),
+            },
             Error::Closed => Error::Closed,
         }
     }
@@ -145,6 +166,11 @@ impl fmt::Display for Error {
                 "database refuses writes after an earlier failure ({reason}); reopen it to recover"
             ),
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
+            Error::Conflict { table, key } => write!(
+                f,
+                "transaction conflict: key \"{}\" of table {table:?} was written by another commit after this transaction's snapshot",
+                key.escape_ascii()
+            ),
             Error::Closed => write!(f, "the database is closed"),
         }
     }

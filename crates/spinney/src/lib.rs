@@ -67,7 +67,7 @@ pub use btree::BtreeShape;
 pub use cache::CacheStats;
 pub use db::{
     BtreeStats, Cursor, Db, LevelStats, Range, ReadOptions, Shape, ShapeLevel, Snapshot, Stats,
-    Table, TableInfo, TableStats, WorkDone,
+    Table, TableInfo, TableStats, Transaction, TxRange, WorkDone, TRANSACT_ATTEMPTS,
 };
 pub use dump::dump;
 pub use error::{Error, Result};

@@ -440,6 +440,37 @@ impl BtreeTable {
         }
     }
 
+    /// The seqno of the newest version of `user_key` (a put or a delete),
+    /// if the tree holds one: a transaction's commit asks whether a key was
+    /// written after its snapshot. The newest version is always in the leaf
+    /// a descent to the key's first version reaches (a version before it in
+    /// key order would be newer).
+    pub(crate) fn newest_seqno(&self, user_key: &[u8]) -> Result<Option<u64>> {
+        let mut ctx = ReadContext {
+            trees_searched: 1,
+            ..ReadContext::default()
+        };
+        let newest = KeyRef::seek(user_key, SEQNO_MAX);
+        let epoch = crossbeam_epoch::pin();
+        let found = match self.descend(Target::AtOrAfter(newest), None, &mut ctx, &epoch)? {
+            None => None,
+            Some(leaf) => {
+                let p = &leaf.guard.image;
+                let pos = page::lower_bound(p, newest, &mut ctx.keys_compared);
+                if pos < page::count(p) {
+                    match ParsedKey::parse(page::ikey(p, pos)) {
+                        Some(k) => (k.user_key == user_key).then_some(k.seqno),
+                        None => return Err(self.file.corrupt(leaf.frame.pgno, "bad key trailer")),
+                    }
+                } else {
+                    None
+                }
+            }
+        };
+        read_context::add(&ctx);
+        Ok(found)
+    }
+
     /// Height, pages and fill, and the file's size.
     pub(crate) fn shape(&self) -> Result<BtreeShape> {
         let mut shape = {

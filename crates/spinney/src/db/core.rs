@@ -321,6 +321,15 @@ impl Core {
         }
     }
 
+    /// The seqno of the newest version of `key` (a put or a delete), if the
+    /// table holds one.
+    pub(crate) fn newest_seqno(&self, key: &[u8]) -> Result<Option<u64>> {
+        match self {
+            Core::Lsm(t) => t.newest_seqno(key),
+            Core::Btree(t) => t.newest_seqno(key),
+        }
+    }
+
     /// Flushes the memtables (LSM) or checkpoints the table (B-tree), and
     /// waits for it.
     pub(crate) fn flush(&self, db: &Arc<DbInner>) -> Result<()> {

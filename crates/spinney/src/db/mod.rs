@@ -23,6 +23,7 @@ mod roll;
 mod snapshot;
 mod stats;
 mod table;
+mod transaction;
 mod work;
 mod write;
 
@@ -40,6 +41,7 @@ pub use cursor::{Cursor, Range};
 pub use snapshot::Snapshot;
 pub use stats::{BtreeStats, LevelStats, Shape, ShapeLevel, Stats, TableStats};
 pub use table::{ReadOptions, Table};
+pub use transaction::{Transaction, TxRange};
 pub use work::WorkDone;
 
 use crate::batch::WriteBatch;
@@ -57,6 +59,10 @@ use crate::options::{Options, TableKind, TableOptions, WriteOptions};
 use crate::wal::writer::LogWriter;
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How many times `Db::transact` runs a transaction that keeps meeting
+/// conflicts before it returns the conflict.
+pub const TRANSACT_ATTEMPTS: u32 = 1000;
 
 pub(crate) struct VersionSet {
     pub manifest: LogWriter,
@@ -525,6 +531,60 @@ impl Db {
     /// A consistent view of every table as of now, kept until dropped.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(&self.inner)
+    }
+
+    /// Begins a transaction over any tables of this database: it reads as
+    /// of now with its own writes over that, and commits them whole or
+    /// not at all (`Transaction`).
+    pub fn begin(&self) -> Transaction {
+        Transaction::new(&self.inner)
+    }
+
+    /// Runs `body` in a transaction and commits it, running both again on
+    /// a new transaction while the commit (or a read in `body`) reports a
+    /// conflict, up to `TRANSACT_ATTEMPTS` times in all. Any other error
+    /// of `body` or the commit is returned at once, with the transaction
+    /// rolled back; after the last attempt, the conflict is returned.
+    /// `body` may run more than once: effects outside the database should
+    /// wait for the result.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let counters = db.create_table("counters", spinney::TableOptions::lsm())?;
+    /// let next = db.transact(|tx| {
+    ///     let n = match tx.get_for_update(&counters, b"orders")? {
+    ///         Some(v) => u64::from_le_bytes(v.try_into().unwrap_or([0; 8])),
+    ///         None => 0,
+    ///     };
+    ///     tx.put(&counters, b"orders", &(n + 1).to_le_bytes())?;
+    ///     Ok(n + 1)
+    /// })?;
+    /// assert_eq!(next, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn transact<T>(&self, mut body: impl FnMut(&mut Transaction) -> Result<T>) -> Result<T> {
+        let mut attempt = 1;
+        loop {
+            let mut tx = self.begin();
+            let result = body(&mut tx).and_then(|value| tx.commit().map(|()| value));
+            match result {
+                Err(e) if e.is_conflict() && attempt < TRANSACT_ATTEMPTS => {
+                    // Another transaction committed: the next attempt
+                    // reads what it wrote. Stand back a little longer each
+                    // time, so that a hot key's writers spread out.
+                    if attempt < 4 {
+                        std::thread::yield_now();
+                    } else {
+                        let micros = 10 * u64::from(attempt.min(100));
+                        std::thread::sleep(std::time::Duration::from_micros(micros));
+                    }
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Flushes every LSM table's memtables to SSTs and checkpoints every

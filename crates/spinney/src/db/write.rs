@@ -10,6 +10,7 @@
 //! A failed log append or sync poisons the database (read-only, with the
 //! reason) because what reached the disk is then unknown.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,13 +35,60 @@ const SLOWDOWN_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub(crate) struct Writer {
     batch: Mutex<Option<WriteBatch>>,
+    /// A transaction's conflict check, made by the leader before the batch
+    /// is logged.
+    check: Option<Check>,
     durability: Durability,
     bytes: usize,
     done: Mutex<Option<Result<()>>>,
     cv: Condvar,
 }
 
+/// What a transaction's commit checks before its batch is written: that no
+/// commit after `seqno` (its snapshot) wrote any of `keys`.
+pub(crate) struct Check {
+    pub seqno: u64,
+    /// Per table, the keys the transaction wrote or read for update.
+    pub keys: Vec<(Core, Vec<Vec<u8>>)>,
+}
+
+impl Check {
+    /// A conflict if a key was written after the snapshot: by a commit the
+    /// tables hold (every group before this one is applied before the
+    /// commit lock is let go), or by a batch ahead in this group
+    /// (`written`).
+    fn verify(&self, written: &HashSet<(u32, &[u8])>) -> Result<()> {
+        for (table, keys) in &self.keys {
+            if table.is_dropped() {
+                return Err(Error::NoSuchTable(table.name().to_string()));
+            }
+            for key in keys {
+                let newer = written.contains(&(table.id(), key.as_slice()))
+                    || table.newest_seqno(key)?.is_some_and(|s| s > self.seqno);
+                if newer {
+                    return Err(Error::Conflict {
+                        table: table.name().to_string(),
+                        key: key.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions) -> Result<()> {
+    write_checked(db, batch, options, None)
+}
+
+/// `write`, with a transaction's conflict check made when the batch's turn
+/// to commit comes.
+pub(crate) fn write_checked(
+    db: &Arc<DbInner>,
+    batch: WriteBatch,
+    options: WriteOptions,
+    check: Option<Check>,
+) -> Result<()> {
     db.check_writable()?;
     if let Some(e) = &batch.invalid {
         return Err(e.duplicate());
@@ -70,6 +118,7 @@ pub(crate) fn write(db: &Arc<DbInner>, batch: WriteBatch, options: WriteOptions)
     let writer = Arc::new(Writer {
         bytes: batch.encoded_len(),
         batch: Mutex::new(Some(batch)),
+        check,
         durability: options.durability.unwrap_or(db.options.durability),
         done: Mutex::new(None),
         cv: Condvar::new(),
@@ -172,6 +221,8 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
             return (results, tables);
         }
     }
+
+    check_conflicts(&batches, group, &mut results);
 
     // Assign seqnos and append to the log.
     let durability = group
@@ -293,6 +344,41 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         Ordering::Relaxed,
     );
     (results, tables)
+}
+
+/// Refuses each transaction of the group that a commit after its snapshot
+/// wrote over: one the tables hold, or a batch ahead of it in this group.
+/// A refused transaction's batch is not logged; the rest of the group goes
+/// on.
+fn check_conflicts(
+    batches: &[Option<WriteBatch>],
+    group: &[Arc<Writer>],
+    results: &mut [Result<()>],
+) {
+    let last = group
+        .iter()
+        .zip(results.iter())
+        .rposition(|(w, r)| w.check.is_some() && r.is_ok());
+    let Some(last) = last else { return };
+    // The keys of the batches ahead, kept only while a check follows.
+    let mut written: HashSet<(u32, &[u8])> = HashSet::new();
+    for i in 0..=last {
+        if results[i].is_err() {
+            continue;
+        }
+        if let Some(check) = &group[i].check {
+            if let Err(e) = check.verify(&written) {
+                results[i] = Err(e);
+                continue;
+            }
+        }
+        if let (true, Some(b)) = (i < last, &batches[i]) {
+            // The batch was encoded by this process; decoding it cannot fail.
+            for entry in b.rep.entries().map_while(Result::ok) {
+                written.insert((entry.table_id, entry.key));
+            }
+        }
+    }
 }
 
 /// Freezes a full memtable, and applies backpressure: each commit group

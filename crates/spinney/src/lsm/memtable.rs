@@ -310,6 +310,23 @@ impl MemTable {
         }
     }
 
+    /// The seqno of the newest entry for `user_key`, if the memtable holds
+    /// one (a put or a delete): a transaction's commit asks whether a key
+    /// was written after its snapshot.
+    pub(crate) fn newest_seqno(&self, user_key: &[u8]) -> Option<u64> {
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.may_contain(user_key))
+        {
+            return None;
+        }
+        let trailer = key::pack_trailer(SEQNO_MAX, KIND_SEEK);
+        let node = self.find_greater_or_equal::<false>(user_key, trailer).0?;
+        let parsed = key::ParsedKey::parse(node.key())?;
+        (parsed.user_key == user_key).then_some(parsed.seqno)
+    }
+
     /// An iterator over all entries in internal-key order. Entries added
     /// after it was created may or may not be seen.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {

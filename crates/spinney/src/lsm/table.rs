@@ -254,6 +254,21 @@ impl LsmTable {
         })
     }
 
+    /// The seqno of the newest entry for `user_key` (a put or a delete) in
+    /// any of the table's trees, if one is there.
+    pub(crate) fn newest_seqno(&self, user_key: &[u8]) -> Result<Option<u64>> {
+        let sv = self.super_version();
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
+            if let Some(seqno) = mem.table.newest_seqno(user_key) {
+                return Ok(Some(seqno));
+            }
+        }
+        let mut counts = ReadContext::default();
+        let found = sv.version.newest_seqno(user_key, &mut counts);
+        read_context::add(&counts);
+        found
+    }
+
     /// The merge of every tree of `sv`: memtables (newest first), then the
     /// runs of its version; a user cursor over it reads the table.
     pub(crate) fn source(&self, sv: &SuperVersion) -> Result<MergingIter> {

@@ -162,18 +162,7 @@ impl Version {
         // compaction).
         let mut first_read: Option<&FileMeta> = None;
         let mut charged = false;
-        let l0 = self
-            .level(0)
-            .iter()
-            .filter(|f| f.overlaps(user_key, user_key));
-        let deeper = self.levels.iter().skip(1).filter_map(|level| {
-            let index =
-                level.partition_point(|f| compare(&f.record.largest, &seek) == Ordering::Less);
-            level
-                .get(index)
-                .filter(|file| file.smallest_user_key() <= user_key)
-        });
-        for file in l0.chain(deeper) {
+        for file in self.candidates(user_key, &seek) {
             let negatives = counts.bloom_negatives;
             let found = lookup_in_file(file, &seek, user_key, counts)?;
             // A file its filter ruled out cost no block read.
@@ -190,6 +179,58 @@ impl Version {
             }
             if found.is_some() {
                 return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The files that may hold an entry for `user_key` at or after `seek`
+    /// (its internal key), newest first: the L0 runs that overlap it, then
+    /// in each deeper level the one file whose range may hold it.
+    fn candidates<'a>(
+        &'a self,
+        user_key: &'a [u8],
+        seek: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
+        let l0 = self
+            .level(0)
+            .iter()
+            .filter(move |f| f.overlaps(user_key, user_key));
+        let deeper = self.levels.iter().skip(1).filter_map(move |level| {
+            let index =
+                level.partition_point(|f| compare(&f.record.largest, seek) == Ordering::Less);
+            level
+                .get(index)
+                .filter(|file| file.smallest_user_key() <= user_key)
+        });
+        l0.chain(deeper)
+    }
+
+    /// The seqno of the newest entry for `user_key` in the version's files
+    /// (a put or a delete), if any: a transaction's commit asks whether a
+    /// key was written after its snapshot.
+    pub(crate) fn newest_seqno(
+        &self,
+        user_key: &[u8],
+        counts: &mut ReadContext,
+    ) -> Result<Option<u64>> {
+        let seek = key::internal_key(user_key, key::SEQNO_MAX, key::KIND_SEEK);
+        for file in self.candidates(user_key, &seek) {
+            let sst = file.sst()?;
+            counts.trees_searched += 1;
+            let found = sst.find_counted(&seek, user_key, counts, |ikey, _| {
+                ParsedKey::parse(ikey).map(|k| k.seqno)
+            })?;
+            match found {
+                Some(Some(seqno)) => return Ok(Some(seqno)),
+                Some(None) => {
+                    return Err(Error::corruption(
+                        &file.path,
+                        0,
+                        "entry with a malformed internal key",
+                    ))
+                }
+                None => {}
             }
         }
         Ok(None)

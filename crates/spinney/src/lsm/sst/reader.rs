@@ -198,6 +198,18 @@ impl Sst {
         user_key: &[u8],
         counts: &mut ReadContext,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.find_counted(seek_key, user_key, counts, |k, v| (k.to_vec(), v.to_vec()))
+    }
+
+    /// `get_counted`, handing the entry found (internal key and value) to
+    /// `found` instead of copying it.
+    pub(crate) fn find_counted<T>(
+        &self,
+        seek_key: &[u8],
+        user_key: &[u8],
+        counts: &mut ReadContext,
+        found: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Result<Option<T>> {
         if let Some(filter) = &self.filter {
             counts.bloom_checks += 1;
             if !filter.may_contain(user_key) {
@@ -216,7 +228,7 @@ impl Sst {
             counts.keys_compared += data.seek(seek_key);
             if data.valid() {
                 if key::user_key(data.key()) == user_key {
-                    return Ok(Some((data.key().to_vec(), data.value().to_vec())));
+                    return Ok(Some(found(data.key(), data.value())));
                 }
                 return Ok(None);
             }

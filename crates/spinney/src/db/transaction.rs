@@ -1,0 +1,459 @@
+//! `Transaction`: reads at one snapshot, sees its own writes, and commits
+//! them as one batch, refused when a commit made since its snapshot wrote
+//! a key it wrote or read for update (snapshot isolation, the first
+//! committer wins).
+//!
+//! Nothing is locked while a transaction runs: its writes wait in memory
+//! (per table, in key order) and its snapshot keeps every version it can
+//! read. At commit they become one `WriteBatch`, with a `write::Check` the
+//! commit leader makes under the commit lock, before the batch is logged:
+//! for each key written or read for update, the newest version the table
+//! holds (`Core::newest_seqno`) must be at or below the snapshot's seqno,
+//! and no batch ahead in the same group may write it. The tables hold
+//! every earlier group whole at that moment (groups are applied before the
+//! lock is let go), so the check and the write are one step in the order
+//! of commits. The snapshot stays registered until the commit returns, so
+//! no version (a tombstone included) the check needs is dropped by
+//! compaction or pruning meanwhile.
+//!
+//! Thread-safety: a transaction is `Send`; it belongs to one thread at a
+//! time (its calls take `&mut self` to write). Any number run at once.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use super::cursor::Range;
+use super::snapshot::Snapshot;
+use super::table::{owned_bound, prefix_bounds, Table};
+use super::write::{self, Check};
+use super::DbInner;
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::options::WriteOptions;
+
+/// Bytes a write is counted as in the batch it becomes, beside its key and
+/// value (as `WriteBatch` counts it against `limits::BATCH_BYTES_MAX`).
+const ENTRY_OVERHEAD: usize = 32;
+
+/// A unit of reads and writes over any tables of both kinds, committed
+/// whole or not at all.
+///
+/// Reads see the database as it was when the transaction began, with the
+/// transaction's own writes over it. Writes are held in memory until
+/// [`commit`](Transaction::commit), which writes them as one batch (one
+/// log record, atomic across tables, durable as the commit's
+/// `WriteOptions` say), or refuses them all with [`Error::Conflict`] when
+/// another commit since the transaction began wrote a key it wrote, or a
+/// key it read with [`get_for_update`](Transaction::get_for_update).
+/// Dropping a transaction without committing it discards its writes.
+///
+/// This is snapshot isolation: no dirty or non-repeatable reads, no lost
+/// updates on keys written or read for update. It is not serializable:
+/// two transactions that each read what the other writes, with plain
+/// `get`s or ranges, can both commit (write skew), and a range read is not
+/// checked for keys added into it (phantoms). Reading a key with
+/// `get_for_update` instead of `get` makes a concurrent write of it a
+/// conflict, which closes write skew over that key.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::{Db, Options, TableOptions};
+///
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let accounts = db.create_table("accounts", TableOptions::btree())?;
+/// let log = db.create_table("log", TableOptions::lsm())?;
+/// accounts.put(b"alice", b"100")?;
+///
+/// let mut tx = db.begin();
+/// let balance: u64 = match tx.get_for_update(&accounts, b"alice")? {
+///     Some(v) => String::from_utf8_lossy(&v).parse().unwrap(),
+///     None => 0,
+/// };
+/// tx.put(&accounts, b"alice", (balance - 30).to_string().as_bytes())?;
+/// tx.put(&log, b"0001", b"alice -30")?;
+/// // The transaction reads its own writes; nobody else sees them yet.
+/// assert_eq!(tx.get(&accounts, b"alice")?, Some(b"70".to_vec()));
+/// assert_eq!(accounts.get(b"alice")?, Some(b"100".to_vec()));
+/// tx.commit()?;
+/// assert_eq!(accounts.get(b"alice")?, Some(b"70".to_vec()));
+/// # Ok(()) }
+/// ```
+pub struct Transaction {
+    db: Arc<DbInner>,
+    snapshot: Snapshot,
+    tables: Vec<Pending>,
+    /// What the writes weigh in the batch they become.
+    bytes: usize,
+}
+
+/// A transaction's business with one table.
+struct Pending {
+    table: Table,
+    /// The writes, by key: a value put, or None for a delete.
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Keys read with `get_for_update`.
+    for_update: BTreeSet<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("seqno", &self.snapshot.seqno)
+            .field("writes", &self.len())
+            .field(
+                "tables",
+                &self
+                    .tables
+                    .iter()
+                    .map(|p| p.table.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Transaction {
+    pub(super) fn new(db: &Arc<DbInner>) -> Transaction {
+        Transaction {
+            db: Arc::clone(db),
+            snapshot: Snapshot::new(db),
+            tables: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// The snapshot the transaction reads at.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Number of keys the transaction writes (a key written twice counts
+    /// once).
+    pub fn len(&self) -> usize {
+        self.tables.iter().map(|p| p.writes.len()).sum()
+    }
+
+    /// True when the transaction writes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value of `key` in `table`: the transaction's own write of it if
+    /// it made one, else the value at its snapshot.
+    pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_table(table)?;
+        table.check_key(key)?;
+        match self.pending(table).and_then(|p| p.writes.get(key)) {
+            Some(own) => Ok(own.clone()),
+            None => self.snapshot.get(table, key),
+        }
+    }
+
+    /// `get`, and the commit is refused if another commit writes `key`
+    /// after this transaction's snapshot: what the transaction does with
+    /// the value read cannot be based on a value already replaced (no lost
+    /// update, no write skew over this key).
+    pub fn get_for_update(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let value = self.get(table, key)?;
+        self.pending_mut(table).for_update.insert(key.to_vec());
+        Ok(value)
+    }
+
+    /// Sets `key` to `value` in `table` when the transaction commits. An
+    /// invalid key or value, or a transaction grown past the largest batch
+    /// (`limits::BATCH_BYTES_MAX`), is refused here.
+    pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
+        if value.len() > limits::VALUE_BYTES_MAX {
+            return Err(Error::invalid(format!(
+                "value of {} bytes is larger than the limit of {} bytes",
+                value.len(),
+                limits::VALUE_BYTES_MAX
+            )));
+        }
+        self.write(table, key, Some(value))
+    }
+
+    /// Deletes `key` from `table` when the transaction commits (not an
+    /// error if it is absent).
+    pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+        self.write(table, key, None)
+    }
+
+    fn write(&mut self, table: &Table, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        self.check_table(table)?;
+        table.check_key(key)?;
+        let weight = |v: Option<&[u8]>| key.len() + v.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD;
+        let old = self
+            .pending(table)
+            .and_then(|p| p.writes.get(key))
+            .map(|v| weight(v.as_deref()));
+        let bytes = self.bytes - old.unwrap_or(0) + weight(value);
+        if bytes > limits::BATCH_BYTES_MAX {
+            return Err(Error::invalid(format!(
+                "transaction grows past the limit of {} bytes",
+                limits::BATCH_BYTES_MAX
+            )));
+        }
+        self.bytes = bytes;
+        self.pending_mut(table)
+            .writes
+            .insert(key.to_vec(), value.map(<[u8]>::to_vec));
+        Ok(())
+    }
+
+    /// The entries of `table` in `range`, as of the snapshot with the
+    /// transaction's own writes over it, in key order (reverse with
+    /// `.rev()`). The own writes are those made before the call.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        table: &Table,
+        range: R,
+    ) -> Result<TxRange> {
+        let lower = owned_bound(range.start_bound());
+        let upper = owned_bound(range.end_bound());
+        self.range_of(table, lower, upper)
+    }
+
+    /// Every entry of `table`, as `range(table, ..)`.
+    pub fn iter(&self, table: &Table) -> Result<TxRange> {
+        self.range_of(table, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entries of `table` whose keys begin with `prefix` (as
+    /// `Table::prefix`), with the transaction's own writes.
+    pub fn prefix(&self, table: &Table, prefix: &[u8]) -> Result<TxRange> {
+        let (lower, upper) = prefix_bounds(prefix);
+        self.range_of(table, lower, upper)
+    }
+
+    fn range_of(
+        &self,
+        table: &Table,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> Result<TxRange> {
+        self.check_table(table)?;
+        let own = match self.pending(table) {
+            Some(p) if !empty_bounds(&lower, &upper) => p
+                .writes
+                .range::<[u8], _>((as_slice(&lower), as_slice(&upper)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            _ => VecDeque::new(),
+        };
+        let base = Range::new(table, Some(&self.snapshot), lower, upper)?;
+        Ok(TxRange {
+            base,
+            front: None,
+            back: None,
+            base_done: false,
+            own,
+            failed: false,
+        })
+    }
+
+    /// Commits the writes with the database's durability.
+    pub fn commit(self) -> Result<()> {
+        self.commit_with(WriteOptions::default())
+    }
+
+    /// Commits the writes as one batch, durable as `options` say, or
+    /// refuses them all: `Error::Conflict` when a commit since the
+    /// snapshot wrote a key this transaction wrote or read for update. A
+    /// transaction that writes nothing commits at once (its reads were all
+    /// at one snapshot).
+    pub fn commit_with(mut self, options: WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        let mut keys = Vec::with_capacity(self.tables.len());
+        for p in std::mem::take(&mut self.tables) {
+            let mut checked = Vec::with_capacity(p.writes.len() + p.for_update.len());
+            for (key, value) in p.writes {
+                match &value {
+                    Some(v) => batch.put(&p.table, &key, v),
+                    None => batch.delete(&p.table, &key),
+                }
+                checked.push(key);
+            }
+            checked.extend(p.for_update);
+            keys.push((p.table.core.clone(), checked));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let check = Check {
+            seqno: self.snapshot.seqno,
+            keys,
+        };
+        // `self.snapshot` stays registered until the commit returns: the
+        // check reads the newest versions, which nothing may drop.
+        write::write_checked(&self.db, batch, options, Some(check))
+    }
+
+    /// Discards the writes (as dropping the transaction does).
+    pub fn rollback(self) {}
+
+    fn check_table(&self, table: &Table) -> Result<()> {
+        table.check()?;
+        if table.db.id != self.db.id {
+            return Err(Error::invalid(format!(
+                "table {:?} belongs to another database than the transaction",
+                table.name()
+            )));
+        }
+        Ok(())
+    }
+
+    fn pending(&self, table: &Table) -> Option<&Pending> {
+        self.tables
+            .iter()
+            .find(|p| p.table.core.id() == table.core.id())
+    }
+
+    fn pending_mut(&mut self, table: &Table) -> &mut Pending {
+        let id = table.core.id();
+        let at = match self.tables.iter().position(|p| p.table.core.id() == id) {
+            Some(at) => at,
+            None => {
+                self.tables.push(Pending {
+                    table: table.clone(),
+                    writes: BTreeMap::new(),
+                    for_update: BTreeSet::new(),
+                });
+                self.tables.len() - 1
+            }
+        };
+        &mut self.tables[at]
+    }
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// True when no key lies within the bounds (`BTreeMap::range` panics on
+/// such bounds; a table's range is empty over them).
+fn empty_bounds(lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u)) => l >= u,
+        _ => false,
+    }
+}
+
+/// The entries of a transaction's range: its snapshot's entries merged
+/// with its own writes (which win, a delete hiding the entry), both ways.
+pub struct TxRange {
+    base: Range,
+    /// The entries `base` gave from each end and this range has not.
+    front: Option<(Vec<u8>, Vec<u8>)>,
+    back: Option<(Vec<u8>, Vec<u8>)>,
+    /// `base` has given all its entries (to `front`, `back` or out).
+    base_done: bool,
+    /// The own writes in the range not yet given, in key order.
+    own: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
+    failed: bool,
+}
+
+impl std::fmt::Debug for TxRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxRange")
+            .field("base", &self.base)
+            .field("own_left", &self.own.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Iterator for TxRange {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.failed {
+                return None;
+            }
+            if self.front.is_none() && !self.base_done {
+                match self.base.next() {
+                    Some(Ok(entry)) => self.front = Some(entry),
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        return Some(Err(e));
+                    }
+                    None => self.base_done = true,
+                }
+            }
+            if self.front.is_none() {
+                // The base's last entry may wait at the other end.
+                self.front = self.back.take();
+            }
+            let own_first = match (self.own.front(), &self.front) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((own, _)), Some((base, _))) => {
+                    let order = own.cmp(base);
+                    if order.is_eq() {
+                        // The own write replaces the snapshot's entry.
+                        self.front = None;
+                    }
+                    order.is_le()
+                }
+            };
+            if !own_first {
+                return self.front.take().map(Ok);
+            }
+            if let Some((key, Some(value))) = self.own.pop_front() {
+                return Some(Ok((key, value)));
+            }
+            // An own delete: the key is not there.
+        }
+    }
+}
+
+impl DoubleEndedIterator for TxRange {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.failed {
+                return None;
+            }
+            if self.back.is_none() && !self.base_done {
+                match self.base.next_back() {
+                    Some(Ok(entry)) => self.back = Some(entry),
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        return Some(Err(e));
+                    }
+                    None => self.base_done = true,
+                }
+            }
+            if self.back.is_none() {
+                self.back = self.front.take();
+            }
+            let own_last = match (self.own.back(), &self.back) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((own, _)), Some((base, _))) => {
+                    let order = own.cmp(base);
+                    if order.is_eq() {
+                        self.back = None;
+                    }
+                    order.is_ge()
+                }
+            };
+            if !own_last {
+                return self.back.take().map(Ok);
+            }
+            if let Some((key, Some(value))) = self.own.pop_back() {
+                return Some(Ok((key, value)));
+            }
+        }
+    }
+}
