@@ -4,12 +4,12 @@
 //!
 //! A table's kind is fixed when it is made (`TableOptions::lsm()` or
 //! `TableOptions::btree()`); every other call is the same for both: one
-//! `WriteBatch` commits over tables of either kind at once, and snapshots,
-//! cursors and ranges read both alike. An LSM table (memtables flushed into
-//! sorted runs, merged by compaction) takes writes cheaply; a B-tree table
-//! (pages changed in place in the cache, made durable by copy-on-write
-//! checkpoints) reads with fewer lookups. `docs/design.md` in the
-//! repository describes both.
+//! `WriteBatch` or `Transaction` commits over tables of either kind at
+//! once, and snapshots, cursors and ranges read both alike. An LSM table
+//! (memtables flushed into sorted runs, merged by compaction) takes writes
+//! cheaply; a B-tree table (pages changed in place in the cache, made
+//! durable by copy-on-write checkpoints) reads with fewer lookups.
+//! `docs/design.md` in the repository describes both.
 //!
 //! ```
 //! # fn main() -> spinney::Result<()> {
@@ -28,6 +28,17 @@
 //! batch.put(&accounts, b"bob", b"110");
 //! batch.put(&audit, b"0001", b"alice->bob 10");
 //! db.write(batch)?;
+//!
+//! // A transaction reads at its snapshot and sees its own writes; its
+//! // commit is refused (`Error::Conflict`) if another commit since it
+//! // began wrote a key it wrote or read with `get_for_update`.
+//! let mut tx = db.begin();
+//! let bob = tx.get_for_update(&accounts, b"bob")?;
+//! assert_eq!(bob, Some(b"110".to_vec()));
+//! tx.put(&accounts, b"bob", b"115")?;
+//! tx.put(&audit, b"0002", b"bank->bob 5")?;
+//! assert_eq!(tx.get(&accounts, b"bob")?, Some(b"115".to_vec()));
+//! tx.commit()?;
 //!
 //! let snapshot = db.snapshot();
 //! accounts.put(b"alice", b"0")?;
