@@ -317,6 +317,9 @@ pub struct Config {
     /// The size of a scenario, relative to its default (about a minute on
     /// two cores); above 0.
     pub scale: f64,
+    /// How the iibench scenario writes its documents and index entries:
+    /// each way listed is run (`--iibench_writes`).
+    pub iibench_writes: Vec<IndexWrites>,
     /// Engines to compare, each in a child process (`--compare`); empty for
     /// a run on `engine` in this process.
     pub compare: Vec<Engine>,
@@ -376,6 +379,7 @@ impl Default for Config {
             progress: true,
             scenario: None,
             scale: 1.0,
+            iibench_writes: vec![IndexWrites::Blind],
             compare: Vec::new(),
             rounds: ROUNDS_DEFAULT,
             results_file: None,
@@ -607,6 +611,14 @@ impl Config {
             format!("--seed={}", self.seed),
             format!("--progress={}", u8::from(self.progress)),
             format!("--scale={}", self.scale),
+            format!(
+                "--iibench_writes={}",
+                self.iibench_writes
+                    .iter()
+                    .map(|w| w.name())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             format!("--rounds={}", self.rounds),
             format!(
                 "--child_timeout={}",
@@ -858,6 +870,13 @@ struct Flags {
     /// two cores).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
+    /// How iibench writes each batch of documents: blind (puts only, as
+    /// iibench does) or rmw (a read-modify-write transaction that first
+    /// reads every key it will write: the documents' ids and their index
+    /// entries must be absent, as an application's unique checks read).
+    /// A list runs each: blind,rmw.
+    #[arg(long, default_value = "blind")]
+    iibench_writes: String,
 }
 
 impl Flags {
@@ -991,6 +1010,7 @@ impl Flags {
                 }
             },
             scale: self.scale,
+            iibench_writes: parse_index_writes(&self.iibench_writes)?,
             compare,
             rounds: self.rounds,
             results_file: self.results_file,
@@ -1002,6 +1022,52 @@ impl Flags {
 }
 
 /// The engines of a `--compare` list (empty names skipped).
+/// The ways of an `--iibench_writes` list, each once, in the order given.
+fn parse_index_writes(list: &str) -> Result<Vec<IndexWrites>, String> {
+    let mut ways = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let way = IndexWrites::from_name(name).ok_or_else(|| {
+            format!("unknown --iibench_writes '{name}'; valid ways are: blind, rmw")
+        })?;
+        if ways.contains(&way) {
+            return Err(format!("--iibench_writes names '{name}' twice"));
+        }
+        ways.push(way);
+    }
+    if ways.is_empty() {
+        return Err("--iibench_writes names no way of writing".into());
+    }
+    Ok(ways)
+}
+
+/// How the iibench scenario writes a batch of documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexWrites {
+    /// Puts only: the document and its index entries, unread (iibench's
+    /// inserts; an LSM tree takes them without reading).
+    Blind,
+    /// A transaction that reads every key it writes first, then writes
+    /// them: the read-before-write of an application that checks its
+    /// keys are new (or keeps its indexes with the old row).
+    Rmw,
+}
+
+impl IndexWrites {
+    /// The name `--iibench_writes` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexWrites::Blind => "blind",
+            IndexWrites::Rmw => "rmw",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<IndexWrites> {
+        [IndexWrites::Blind, IndexWrites::Rmw]
+            .into_iter()
+            .find(|w| w.name() == name)
+    }
+}
+
 fn parse_engines(list: &str) -> Result<Vec<Engine>, String> {
     let engines = list
         .split(',')
@@ -1164,6 +1230,7 @@ mod tests {
             "--progress=0",
             "--scenario=iibench",
             "--scale=0.5",
+            "--iibench_writes=rmw,blind",
             "--rounds=5",
             "--child_timeout=90.5",
             "--results_file=/tmp/res",
@@ -1198,6 +1265,12 @@ mod tests {
             (vec!["--compare=,"], "names no engine"),
             (vec!["--compare=spinney-lsm", "--use_lsm=1"], "leave out"),
             (vec!["--compare=spinney-lsm", "--rounds=0"], "--rounds"),
+            (
+                vec!["--iibench_writes=blind,sideways"],
+                "unknown --iibench_writes",
+            ),
+            (vec!["--iibench_writes=rmw,rmw"], "twice"),
+            (vec!["--iibench_writes=,"], "names no way"),
         ] {
             let err = parse(&args).expect_err("bad");
             assert_eq!(err.exit_code(), 2, "{args:?}");

@@ -54,7 +54,7 @@ pub use compare::{
     run_compare, this_program, CompareRow, Comparison as EngineComparison, Failure, RoundFigures,
 };
 pub use engine::{Engine, EngineError};
-pub use flags::{Benchmark, Config, THREADS_MAX};
+pub use flags::{Benchmark, Config, IndexWrites, THREADS_MAX};
 pub use hdrhistogram::Histogram;
 pub use keys::{KeyFormat, KeyStyle, ValueGenerator};
 pub use latency::Latency;

@@ -280,6 +280,10 @@ fn iibench_runs_each_engine_in_a_child_and_compares_them_all() {
         scale: 0.005,
         compare: engines.clone(),
         progress: false,
+        iibench_writes: vec![
+            spinney_bench::IndexWrites::Blind,
+            spinney_bench::IndexWrites::Rmw,
+        ],
         ..Config::default()
     };
     let mut out = Vec::new();
@@ -291,12 +295,21 @@ fn iibench_runs_each_engine_in_a_child_and_compares_them_all() {
     )
     .expect("scenario");
     let out = String::from_utf8(out).expect("utf-8");
-    assert_eq!(summary.rows.len(), engines.len() * 30, "{out}");
+    // Each engine both ways: blind writes and read-modify-write.
+    assert_eq!(summary.rows.len(), engines.len() * 60, "{out}");
     for engine in &engines {
         let rows: Vec<usize> = (0..summary.rows.len())
             .filter(|&r| summary.cell(r, "engine") == Some(engine.name()))
             .collect();
-        assert_eq!(rows.len(), 30, "{engine}");
+        assert_eq!(rows.len(), 60, "{engine}");
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("{engine}: read-modify-write"))),
+            "{:#?}",
+            summary.notes
+        );
         for &r in &rows {
             let rate: f64 = summary
                 .cell(r, "docs_per_sec")

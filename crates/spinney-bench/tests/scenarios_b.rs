@@ -11,7 +11,7 @@ mod common;
 
 use common::{number, run, tiny};
 use spinney_bench::scenario::{self, Scenario, Summary};
-use spinney_bench::{BenchError, Config};
+use spinney_bench::{BenchError, Config, IndexWrites};
 
 /// Every entry of table `name` in the database at `dir`.
 fn entries(dir: &Path, name: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -156,6 +156,63 @@ fn iibench_reports_every_kind_cache_and_interval_and_keeps_consistent_indexes() 
             }
         }
     }
+}
+
+#[test]
+fn iibench_with_read_modify_write_transactions_runs_beside_blind_writes() {
+    // Goal: --iibench_writes=blind,rmw runs each kind both ways at each
+    // cache, says what reading before writing costs each kind, and the
+    // read-modify-write runs leave the same documents and index entries.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = Config {
+        write_buffer_size: 64 << 10,
+        background_threads: 0,
+        iibench_writes: vec![IndexWrites::Blind, IndexWrites::Rmw],
+        ..tiny(dir.path(), "chart.svg", "rows.csv")
+    };
+    let (summary, out) = run(Scenario::Iibench, &config);
+    assert_eq!(summary.rows.len(), 2 * 2 * 3 * 10);
+    check_files(dir.path(), &summary);
+    for kind in ["lsm", "btree"] {
+        for writes in ["blind", "rmw"] {
+            let rows = (0..summary.rows.len())
+                .filter(|&r| {
+                    summary.cell(r, "kind") == Some(kind)
+                        && summary.cell(r, "writes") == Some(writes)
+                })
+                .count();
+            assert_eq!(rows, 30, "{kind} {writes}");
+        }
+        let engine = format!("spinney-{kind}");
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("{engine}: read-modify-write"))
+                    && n.contains("small ")
+                    && n.contains("large ")),
+            "{:#?}",
+            summary.notes
+        );
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("Final docs/s ({engine} rmw)"))),
+            "{:#?}",
+            summary.notes
+        );
+        let blind = dir.path().join(format!("db/iibench/{engine}-small"));
+        let rmw = dir.path().join(format!("db/iibench/{engine}-small-rmw"));
+        for table in ["documents", "by_price", "by_customer", "by_register"] {
+            assert_eq!(
+                entries(&rmw, table),
+                entries(&blind, table),
+                "{kind} {table}"
+            );
+        }
+    }
+    assert!(out.contains("spinney-lsm rmw"), "{out}");
 }
 
 #[test]

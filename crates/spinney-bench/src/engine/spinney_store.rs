@@ -20,8 +20,8 @@ use std::path::Path;
 use spinney::{CompactionOptions, Db, ReadContext, Table, WriteBatch};
 
 use super::{
-    Batch, Engine, EngineResult, IoCounters, LsmShape, Op, ReadCounts, Seek, Session, Store,
-    TableSpec,
+    Batch, Engine, EngineError, EngineResult, IoCounters, LsmShape, Op, ReadCounts, Seek, Session,
+    Store, TableSpec,
 };
 use crate::bench::setup_error;
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
@@ -233,6 +233,26 @@ impl Session for SpinneySession<'_> {
             }
         }
         Ok(self.store.db.write(b)?)
+    }
+
+    fn write_after_reads(&mut self, batch: &Batch) -> EngineResult<()> {
+        let mut tx = self.store.db.begin();
+        for op in batch.ops() {
+            match op {
+                Op::Put { table, key, value } => {
+                    let t = self.store.table(table)?;
+                    if tx.get(t, key)?.is_some() {
+                        return Err(EngineError::Present {
+                            table,
+                            key: key.to_vec(),
+                        });
+                    }
+                    tx.put(t, key, value)?;
+                }
+                Op::Delete { table, key } => tx.delete(self.store.table(table)?, key)?,
+            }
+        }
+        Ok(tx.commit()?)
     }
 
     fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {

@@ -56,8 +56,17 @@
 //! `--write_buffer_size`, `--bloom_bits`, `--compaction_style`,
 //! `--background_threads`, `--sync`/`--disable_wal`, `--seed`) apply.
 //!
+//! `--iibench_writes` says how each batch is written: `blind` (the
+//! default, iibench's inserts: puts only), `rmw` (a read-modify-write
+//! transaction that reads every key it will write first, and writes only
+//! if none is there: the documents' ids and their index entries, as an
+//! application's unique checks read; spinney in a `Transaction`, a peer
+//! by reads before its batch), or both, `blind,rmw`, each engine and cache
+//! then run both ways, with a note of what the reads cost each engine.
+//! The post's verdict weighs the blind runs.
+//!
 //! With `--db=DIR`, run `<engine>-<cache>` (for instance
-//! `spinney-btree-small`) keeps its database in
+//! `spinney-btree-small`, `spinney-btree-small-rmw`) keeps its database in
 //! `DIR/iibench/spinney-btree-small`; without it each run's
 //! database is a temporary directory removed when the run ends.
 //!
@@ -77,7 +86,7 @@ use crate::engine::{self, Batch, TableSpec};
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::measure::{dir_size, Amplification, Resources};
 use crate::plot;
-use crate::{BenchError, Config, Engine};
+use crate::{BenchError, Config, Engine, IndexWrites};
 
 /// Documents inserted by each run at scale 1: sized so that the six runs
 /// take about a minute on two cores.
@@ -256,6 +265,8 @@ struct IntervalFigures {
 pub(crate) struct Run {
     engine: Engine,
     cache: CacheChoice,
+    /// How each batch was written.
+    writes: IndexWrites,
     intervals: Vec<IntervalFigures>,
     seconds: f64,
     /// Bytes of the primary table on disk at the end, where the engine
@@ -266,8 +277,9 @@ pub(crate) struct Run {
 impl Run {
     fn name(&self) -> String {
         format!(
-            "{} {} ({})",
+            "{}{} {} ({})",
             self.engine.name(),
+            writes_suffix(self.writes),
             self.cache.label,
             mib(self.cache.bytes)
         )
@@ -284,6 +296,7 @@ impl Run {
         head.put("engine", self.engine.name());
         head.put("cache", self.cache.label);
         head.put("cache_bytes", self.cache.bytes);
+        head.put("writes", self.writes.name());
         head.put("seconds", self.seconds);
         head.put("primary_bytes", optional(self.primary_bytes));
         head.put("intervals", self.intervals.len());
@@ -317,6 +330,9 @@ impl Run {
                 .into_iter()
                 .find(|l| *l == label)
                 .ok_or_else(|| format!("unknown cache '{label}'"))?;
+            let writes: String = f.number("writes")?;
+            let writes = IndexWrites::from_name(&writes)
+                .ok_or_else(|| format!("unknown way of writing '{writes}'"))?;
             let count: usize = f.number("intervals")?;
             let mut intervals = Vec::with_capacity(count);
             for _ in 0..count {
@@ -343,6 +359,7 @@ impl Run {
                     label,
                     bytes: f.number("cache_bytes")?,
                 },
+                writes,
                 intervals,
                 seconds: f.number("seconds")?,
                 primary_bytes: parse_optional(&f, "primary_bytes")?,
@@ -430,17 +447,21 @@ pub(crate) fn measure(
     .map_err(print)?;
     let mut runs = Vec::new();
     for &engine in engines {
-        for cache in caches {
+        for (&writes, cache) in config
+            .iibench_writes
+            .iter()
+            .flat_map(|w| caches.iter().map(move |c| (w, c)))
+        {
             // An engine that takes no cache this small gets its smallest.
             let cache = CacheChoice {
                 bytes: cache.bytes.max(engine.cache_bytes_min()),
-                ..cache
+                ..*cache
             };
-            let run = run_one(config, sizes, engine, cache, out)?;
+            let run = run_one(config, sizes, engine, cache, writes, out)?;
             writeln!(
                 out,
                 "iibench: {:<16} cache {:<7} {:>9} docs in {:>6.1} s, last interval {:>8.0} docs/s, indexes {}, documents {}, database {}",
-                engine.name(),
+                format!("{}{}", engine.name(), writes_suffix(writes)),
                 cache.label,
                 docs,
                 run.seconds,
@@ -473,9 +494,13 @@ fn run_one(
     sizes: Sizes,
     engine: Engine,
     cache: CacheChoice,
+    writes: IndexWrites,
     out: &mut dyn Write,
 ) -> Result<Run, BenchError> {
-    let name = format!("{}-{}", engine.name(), cache.label);
+    let name = match writes {
+        IndexWrites::Blind => format!("{}-{}", engine.name(), cache.label),
+        IndexWrites::Rmw => format!("{}-{}-rmw", engine.name(), cache.label),
+    };
     let (dir, _temp) = super::database_dir(config, "iibench", &name)?;
     let run_config = Config {
         engine,
@@ -490,7 +515,7 @@ fn run_one(
     writeln!(
         out,
         "iibench: {:<16} cache {:<7} ({}) loading...",
-        engine.name(),
+        format!("{}{}", engine.name(), writes_suffix(writes)),
         cache.label,
         mib(cache.bytes)
     )
@@ -533,9 +558,11 @@ fn run_one(
                     batch.put(table + 1, key, &[]);
                 }
             }
-            session
-                .write(&batch)
-                .map_err(BenchError::engine("insert a batch of documents"))?;
+            match writes {
+                IndexWrites::Blind => session.write(&batch),
+                IndexWrites::Rmw => session.write_after_reads(&batch),
+            }
+            .map_err(BenchError::engine("insert a batch of documents"))?;
             left -= n;
         }
         let seconds = start.elapsed().as_secs_f64();
@@ -561,10 +588,20 @@ fn run_one(
     Ok(Run {
         engine,
         cache,
+        writes,
         intervals,
         seconds,
         primary_bytes,
     })
+}
+
+/// What a run's name carries beside its engine: nothing for blind writes
+/// (the post's runs), " rmw" for read-modify-write transactions.
+fn writes_suffix(writes: IndexWrites) -> &'static str {
+    match writes {
+        IndexWrites::Blind => "",
+        IndexWrites::Rmw => " rmw",
+    }
 }
 
 fn draw(path: &Path, runs: &[Run]) -> Result<(), BenchError> {
@@ -593,6 +630,7 @@ fn summary(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Summary {
     let headers = [
         "engine",
         "kind",
+        "writes",
         "cache_mib",
         "docs",
         "docs_per_sec",
@@ -613,6 +651,7 @@ fn summary(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Summary {
             rows.push(vec![
                 run.engine.name().to_string(),
                 run.kind().name().to_string(),
+                run.writes.name().to_string(),
                 mib_number(run.cache.bytes),
                 i.docs.to_string(),
                 format!("{:.0}", i.docs_per_sec),
@@ -664,10 +703,13 @@ fn notes(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Vec<String> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    for engine in engines_of(runs) {
+    for (engine, writes) in engines_of(runs)
+        .into_iter()
+        .flat_map(|e| [IndexWrites::Blind, IndexWrites::Rmw].map(|w| (e, w)))
+    {
         let finals: Vec<String> = runs
             .iter()
-            .filter(|r| r.engine == engine)
+            .filter(|r| r.engine == engine && r.writes == writes)
             .map(|r| {
                 format!(
                     "{} {:.0} ({:.0})",
@@ -677,13 +719,66 @@ fn notes(sizes: Sizes, caches: &[CacheChoice; 3], runs: &[Run]) -> Vec<String> {
                 )
             })
             .collect();
+        if finals.is_empty() {
+            continue;
+        }
         notes.push(format!(
-            "Final docs/s ({engine}) by cache, last interval (whole run): {}.",
+            "Final docs/s ({engine}{}) by cache, last interval (whole run): {}.",
+            writes_suffix(writes),
             finals.join(", ")
         ));
     }
-    notes.extend(verdict(runs));
+    // The post's finding is about blind writes.
+    let blind: Vec<Run> = runs
+        .iter()
+        .filter(|r| r.writes == IndexWrites::Blind)
+        .cloned()
+        .collect();
+    notes.extend(verdict(&blind));
+    notes.extend(rmw_cost(runs));
     notes
+}
+
+/// What reading before writing costs each engine at each cache: its
+/// read-modify-write run's rate against its blind run's, and the reads
+/// per document of each (the last three intervals).
+fn rmw_cost(runs: &[Run]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for engine in engines_of(runs) {
+        let mut parts = Vec::new();
+        for label in CACHE_LABELS {
+            let find = |writes: IndexWrites| {
+                runs.iter()
+                    .find(|r| r.engine == engine && r.cache.label == label && r.writes == writes)
+            };
+            let (Some(blind), Some(rmw)) = (find(IndexWrites::Blind), find(IndexWrites::Rmw))
+            else {
+                continue;
+            };
+            let share = if blind.mean_rate() > 0.0 {
+                rmw.mean_rate() / blind.mean_rate() * 100.0
+            } else {
+                0.0
+            };
+            parts.push(format!(
+                "{label} {share:.0}% ({:.0} vs {:.0} docs/s, {:.1} vs {:.1} KB read and {:.0} vs {:.0} CPU us per 1k docs)",
+                rmw.mean_rate(),
+                blind.mean_rate(),
+                rmw.late_mean(|i| i.amplification.kb_read),
+                blind.late_mean(|i| i.amplification.kb_read),
+                rmw.late_mean(|i| i.amplification.cpu_micros),
+                blind.late_mean(|i| i.amplification.cpu_micros),
+            ));
+        }
+        if !parts.is_empty() {
+            lines.push(format!(
+                "{}: read-modify-write (every key read before it is written, in a transaction) against blind writes, by cache: {}.",
+                engine.name(),
+                parts.join("; ")
+            ));
+        }
+    }
+    lines
 }
 
 /// How a kind's rate at the small cache compares with the large cache's.
@@ -903,6 +998,7 @@ mod tests {
                 label,
                 bytes: 1 << 20,
             },
+            writes: IndexWrites::Blind,
             intervals: (1..=10)
                 .map(|i| IntervalFigures {
                     docs: i * 1000,
@@ -925,7 +1021,10 @@ mod tests {
         // Goal: what a comparison's child reports, its parent reads back.
         let runs = vec![
             run_of(Engine::SpinneyLsm, "small", 1.0, 3.5),
-            run_of(Engine::WiredtigerBtree, "large", 2.0, 0.0),
+            Run {
+                writes: IndexWrites::Rmw,
+                ..run_of(Engine::WiredtigerBtree, "large", 2.0, 0.0)
+            },
         ];
         let lines: Vec<String> = runs.iter().flat_map(Run::encode).collect();
         assert_eq!(lines.len(), 22);
@@ -966,6 +1065,33 @@ mod tests {
             last(&runs)
         );
         assert!(verdict(&runs[..1]).is_empty());
+    }
+
+    #[test]
+    fn rmw_cost_sets_each_engines_rmw_runs_against_its_blind_ones() {
+        // Goal: the note says, per engine and cache, the read-modify-write
+        // run's share of the blind run's rate; engines or caches run one
+        // way only get no line or no part.
+        let rmw = |r: Run| Run {
+            writes: IndexWrites::Rmw,
+            ..r
+        };
+        let runs = [
+            run_of(Engine::SpinneyLsm, "small", 1.0, 0.0),
+            rmw(run_of(Engine::SpinneyLsm, "small", 4.0, 80.0)),
+            run_of(Engine::SpinneyLsm, "large", 1.0, 0.0),
+            run_of(Engine::SpinneyBtree, "small", 1.0, 0.0),
+        ];
+        let lines = rmw_cost(&runs);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("spinney-lsm: read-modify-write"));
+        assert!(lines[0].contains("small 25% (2500 vs 10000 docs/s, 80.0 vs 0.0 KB read"));
+        assert!(!lines[0].contains("large"));
+        // The post's verdict weighs blind runs only.
+        let notes = notes(Sizes::of(1.0), &caches(1000, 100), &runs);
+        assert!(notes
+            .iter()
+            .any(|n| n.starts_with("Final docs/s (spinney-lsm rmw)")));
     }
 
     #[test]

@@ -55,16 +55,19 @@ pub(crate) struct Check {
 impl Check {
     /// A conflict if a key was written after the snapshot: by a commit the
     /// tables hold (every group before this one is applied before the
-    /// commit lock is let go), or by a batch ahead in this group
-    /// (`written`).
-    fn verify(&self, written: &HashSet<(u32, &[u8])>) -> Result<()> {
+    /// commit lock is let go, up to `last_seqno`), or by a batch ahead in
+    /// this group (`written`). When nothing was committed since the
+    /// snapshot, the tables are not read.
+    fn verify(&self, written: &HashSet<(u32, &[u8])>, last_seqno: u64) -> Result<()> {
+        let committed_since = last_seqno > self.seqno;
         for (table, keys) in &self.keys {
             if table.is_dropped() {
                 return Err(Error::NoSuchTable(table.name().to_string()));
             }
             for key in keys {
                 let newer = written.contains(&(table.id(), key.as_slice()))
-                    || table.newest_seqno(key)?.is_some_and(|s| s > self.seqno);
+                    || (committed_since
+                        && table.newest_seqno(key)?.is_some_and(|s| s > self.seqno));
                 if newer {
                     return Err(Error::Conflict {
                         table: table.name().to_string(),
@@ -222,7 +225,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         }
     }
 
-    check_conflicts(&batches, group, &mut results);
+    check_conflicts(db, &batches, group, &mut results);
 
     // Assign seqnos and append to the log.
     let durability = group
@@ -351,6 +354,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
 /// A refused transaction's batch is not logged; the rest of the group goes
 /// on.
 fn check_conflicts(
+    db: &DbInner,
     batches: &[Option<WriteBatch>],
     group: &[Arc<Writer>],
     results: &mut [Result<()>],
@@ -360,6 +364,9 @@ fn check_conflicts(
         .zip(results.iter())
         .rposition(|(w, r)| w.check.is_some() && r.is_ok());
     let Some(last) = last else { return };
+    // Every group before this one is applied: its seqnos are all in the
+    // tables.
+    let last_seqno = db.last_seqno.load(Ordering::Acquire);
     // The keys of the batches ahead, kept only while a check follows.
     let mut written: HashSet<(u32, &[u8])> = HashSet::new();
     for i in 0..=last {
@@ -367,7 +374,7 @@ fn check_conflicts(
             continue;
         }
         if let Some(check) = &group[i].check {
-            if let Err(e) = check.verify(&written) {
+            if let Err(e) = check.verify(&written, last_seqno) {
                 results[i] = Err(e);
                 continue;
             }
