@@ -571,3 +571,63 @@ fn multi_get_reads_many_keys_at_one_moment() {
         mover.join().expect("mover");
     }
 }
+
+#[test]
+fn get_into_reads_into_the_callers_buffer_as_get_reads() {
+    // Goal: `get_into` answers as `get` does (present, absent, deleted, as
+    // of a snapshot; inline and overflow values; memtable, SST and
+    // across a checkpoint), leaves the buffer holding exactly the value or
+    // nothing, and refuses what `get` refuses.
+    for kind in [TableKind::Lsm, TableKind::Btree] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path());
+        let options = match kind {
+            TableKind::Lsm => TableOptions::lsm(),
+            TableKind::Btree => TableOptions {
+                page_size: 4096,
+                ..TableOptions::btree()
+            },
+        };
+        let t = db.create_table("t", options).expect("create");
+        let big = vec![7u8; 20_000];
+        t.put(b"small", b"s").expect("put");
+        t.put(b"big", &big).expect("put");
+        t.put(b"gone", b"x").expect("put");
+        t.delete(b"gone").expect("delete");
+        let snap = db.snapshot();
+        t.put(b"small", b"changed").expect("put");
+        let mut buf = b"left over".to_vec();
+        for round in 0..2 {
+            let ctx = format!("{kind:?} round {round}");
+            assert!(t.get_into(b"small", &mut buf).expect("get_into"), "{ctx}");
+            assert_eq!(buf, b"changed", "{ctx}");
+            assert!(t.get_into(b"big", &mut buf).expect("get_into"), "{ctx}");
+            assert_eq!(buf, big, "{ctx}");
+            assert!(!t.get_into(b"gone", &mut buf).expect("get_into"), "{ctx}");
+            assert!(buf.is_empty(), "{ctx}: a miss leaves the buffer empty");
+            assert!(!t.get_into(b"never", &mut buf).expect("get_into"), "{ctx}");
+            assert!(
+                snap.get_into(&t, b"small", &mut buf).expect("get_into"),
+                "{ctx}"
+            );
+            assert_eq!(buf, b"s", "{ctx}: as of the snapshot");
+            for key in [&b"small"[..], b"big", b"gone", b"never"] {
+                let found = t.get_into(key, &mut buf).expect("get_into");
+                assert_eq!(
+                    t.get(key).expect("get"),
+                    found.then(|| buf.clone()),
+                    "{ctx}"
+                );
+            }
+            // Round two reads from SSTs or from a checkpointed tree.
+            t.flush().expect("flush");
+        }
+        let too_long = vec![b'k'; t.options().max_key_len() + 1];
+        buf = b"stale".to_vec();
+        assert!(matches!(
+            t.get_into(&too_long, &mut buf),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(buf.is_empty());
+    }
+}

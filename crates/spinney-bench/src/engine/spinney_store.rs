@@ -110,6 +110,7 @@ impl Store for SpinneyStore {
         Ok(Box::new(SpinneySession {
             store: self,
             counting: false,
+            value: Vec::new(),
         }))
     }
 
@@ -212,6 +213,9 @@ struct SpinneySession<'a> {
     store: &'a SpinneyStore,
     /// Counting this thread's `ReadContext` for `take_read_counts`.
     counting: bool,
+    /// The buffer gets read values into (`Table::get_into`), as an
+    /// application reading in a loop would.
+    value: Vec<u8>,
 }
 
 impl Drop for SpinneySession<'_> {
@@ -256,7 +260,8 @@ impl Session for SpinneySession<'_> {
     }
 
     fn get(&mut self, table: usize, key: &[u8]) -> EngineResult<Option<usize>> {
-        Ok(self.store.table(table)?.get(key)?.map(|v| v.len()))
+        let found = self.store.table(table)?.get_into(key, &mut self.value)?;
+        Ok(found.then_some(self.value.len()))
     }
 
     fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {

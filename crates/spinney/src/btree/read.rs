@@ -91,7 +91,8 @@ pub(crate) struct Leaf<'g> {
 /// What a point read found.
 #[derive(Debug)]
 pub(crate) enum Lookup {
-    Value(Vec<u8>),
+    /// Found: its value was appended to the caller's buffer.
+    Value,
     Absent,
     /// The key's versions go on in the next leaf: read it with an iterator
     /// at this seqno under a registered snapshot.
@@ -357,45 +358,63 @@ impl BtreeTable {
         }
     }
 
+    /// `read_value`, appended to `out`.
+    fn read_value_into(
+        &self,
+        v: Value<'_>,
+        ctx: &mut ReadContext,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match v {
+            Value::Inline(b) => out.extend_from_slice(b),
+            overflow => out.extend_from_slice(&self.read_value(overflow, ctx)?),
+        }
+        Ok(())
+    }
+
     /// The value of `user_key` read with an iterator at `seqno`: the
     /// answer to a `Lookup::Continue`, for a key whose versions run into the
     /// next leaf. The caller holds a registered snapshot at `seqno` (so
     /// that no version the read needs is pruned while it walks the leaves).
+    /// True if found, its value appended to `value`.
     pub(crate) fn get_across_leaves(
         self: &Arc<Self>,
         user_key: &[u8],
         seqno: u64,
-    ) -> Result<Option<Vec<u8>>> {
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
         let mut it = iter::BtreeIter::new(Arc::clone(self));
         it.seek(&internal_key(user_key, seqno, KIND_SEEK));
         if !it.valid() {
             it.status()?;
-            return Ok(None);
+            return Ok(false);
         }
         match ParsedKey::parse(it.key()) {
             Some(k) if k.user_key == user_key && k.kind == Kind::Put => {
-                Ok(Some(it.value().to_vec()))
+                value.extend_from_slice(it.value());
+                Ok(true)
             }
-            _ => Ok(None),
+            _ => Ok(false),
         }
     }
 
-    /// The value of `user_key` as of `snapshot`, or as of now when None.
-    /// When the key's versions run into the next leaf, `Lookup::Continue`
-    /// says so: the caller registers a snapshot and reads on with
-    /// `get_across_leaves`.
+    /// The value of `user_key` as of `snapshot`, or as of now when None,
+    /// appended to `value` when found. When the key's versions run into
+    /// the next leaf, `Lookup::Continue` says so: the caller registers a
+    /// snapshot and reads on with `get_across_leaves`.
     pub(crate) fn get(
         &self,
         user_key: &[u8],
         snapshot: Option<u64>,
         visible: &AtomicU64,
+        value: &mut Vec<u8>,
     ) -> Result<Lookup> {
         let mut ctx = ReadContext {
             gets: 1,
             trees_searched: 1,
             ..ReadContext::default()
         };
-        let result = self.get_counted(user_key, snapshot, visible, &mut ctx);
+        let result = self.get_counted(user_key, snapshot, visible, &mut ctx, value);
         read_context::add(&ctx);
         result
     }
@@ -406,6 +425,7 @@ impl BtreeTable {
         snapshot: Option<u64>,
         visible: &AtomicU64,
         ctx: &mut ReadContext,
+        value: &mut Vec<u8>,
     ) -> Result<Lookup> {
         let newest = KeyRef::seek(user_key, SEQNO_MAX);
         let epoch = crossbeam_epoch::pin();
@@ -422,7 +442,10 @@ impl BtreeTable {
             let k = page::ikey(p, pos);
             return match ParsedKey::parse(k) {
                 Some(pk) if pk.user_key == user_key => match pk.kind {
-                    Kind::Put => Ok(Lookup::Value(self.read_value(page::value(p, pos), ctx)?)),
+                    Kind::Put => {
+                        self.read_value_into(page::value(p, pos), ctx, value)?;
+                        Ok(Lookup::Value)
+                    }
                     Kind::Delete => Ok(Lookup::Absent),
                 },
                 Some(_) => Ok(Lookup::Absent),

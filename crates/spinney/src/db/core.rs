@@ -289,19 +289,21 @@ impl Core {
     }
 
     /// The value of `key` at `snapshot`'s seqno (`seqno` is it, checked),
-    /// or at the visible seqno.
-    pub(crate) fn get(
+    /// or at the visible seqno: true if found, its value appended to
+    /// `value`.
+    pub(crate) fn get_into(
         &self,
         db: &Arc<DbInner>,
         key: &[u8],
         snapshot: Option<(&Snapshot, u64)>,
-    ) -> Result<Option<Vec<u8>>> {
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
         let seqno = snapshot.map(|(_, seqno)| seqno);
         match self {
-            Core::Lsm(t) => t.get(key, seqno, &db.visible_seqno),
-            Core::Btree(t) => match t.get(key, seqno, &db.visible_seqno)? {
-                Lookup::Value(v) => Ok(Some(v)),
-                Lookup::Absent => Ok(None),
+            Core::Lsm(t) => t.get_into(key, seqno, &db.visible_seqno, value),
+            Core::Btree(t) => match t.get(key, seqno, &db.visible_seqno, value)? {
+                Lookup::Value => Ok(true),
+                Lookup::Absent => Ok(false),
                 Lookup::Continue(at) => {
                     // The key's versions span two leaves: read on under a
                     // registered snapshot, so that none is pruned meanwhile.
@@ -313,9 +315,9 @@ impl Core {
                             (pin, seqno)
                         }
                     };
-                    let value = t.get_across_leaves(key, at);
+                    let found = t.get_across_leaves(key, at, value);
                     drop(pin);
-                    value
+                    found
                 }
             },
         }

@@ -48,6 +48,12 @@ impl Snapshot {
         table.get_at(key, Some(self))
     }
 
+    /// The value of `key` in `table` as of the snapshot, read into `value`
+    /// (cleared first) as `Table::get_into` does; true if present.
+    pub fn get_into(&self, table: &Table, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+        table.get_into_at(key, value, Some(self))
+    }
+
     /// The entries of `table` in `range` as of the snapshot.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,

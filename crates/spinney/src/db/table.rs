@@ -77,6 +77,20 @@ impl Table {
         key: &[u8],
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        Ok(self
+            .get_into_at(key, &mut value, snapshot)?
+            .then_some(value))
+    }
+
+    /// The value of `key` into `value` (cleared first); true if found.
+    pub(super) fn get_into_at(
+        &self,
+        key: &[u8],
+        value: &mut Vec<u8>,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<bool> {
+        value.clear();
         self.check()?;
         // The table's own limit, as a put answers.
         self.check_key(key)?;
@@ -84,7 +98,12 @@ impl Table {
             Some(s) => Some((s, self.read_seqno(Some(s))?)),
             None => None,
         };
-        self.core.get(&self.db, key, snapshot)
+        let found = self.core.get_into(&self.db, key, snapshot, value);
+        if !matches!(found, Ok(true)) {
+            // Nothing half-read is left for the caller.
+            value.clear();
+        }
+        found
     }
 
     /// Sets `key` to `value`.
@@ -104,6 +123,31 @@ impl Table {
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_at(key, None)
+    }
+
+    /// Reads the value of `key` into `value`, which is cleared first (and
+    /// left empty when the key is absent); true if the key is present. A
+    /// buffer reused over many reads allocates only while it grows, where
+    /// `get` allocates a vector per value found.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"a", b"apple")?;
+    /// let mut value = Vec::with_capacity(64);
+    /// for key in [&b"a"[..], b"b"] {
+    ///     if t.get_into(key, &mut value)? {
+    ///         assert_eq!(value, b"apple");
+    ///     } else {
+    ///         assert!(value.is_empty());
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn get_into(&self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+        self.get_into_at(key, value, None)
     }
 
     /// The values of `keys`, in their order, all read at one moment (a

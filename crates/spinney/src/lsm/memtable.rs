@@ -95,6 +95,7 @@ const _: () = assert!(KEY_BYTES_MAX + TRAILER_BYTES <= u32::MAX as usize);
 const _: () = assert!(VALUE_BYTES_MAX <= u32::MAX as usize);
 
 /// What a point lookup found in a memtable.
+#[cfg(any(test, feature = "testing"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum MemGet {
     /// The newest visible version is a put with this value.
@@ -273,7 +274,27 @@ impl MemTable {
     }
 
     /// The newest entry for `user_key` with seqno <= `snapshot`, if any.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Option<MemGet> {
+        let mut value = Vec::new();
+        self.get_into(user_key, snapshot, &mut value).map(|put| {
+            if put {
+                MemGet::Value(value)
+            } else {
+                MemGet::Deleted
+            }
+        })
+    }
+
+    /// The newest entry for `user_key` with seqno <= `snapshot`: None if
+    /// the memtable has none, `Some(true)` for a put (its value appended
+    /// to `value`), `Some(false)` for a delete.
+    pub(crate) fn get_into(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        value: &mut Vec<u8>,
+    ) -> Option<bool> {
         if self
             .filter
             .as_ref()
@@ -305,8 +326,11 @@ impl MemTable {
             return None;
         }
         match parsed.kind {
-            Kind::Put => Some(MemGet::Value(node.value().to_vec())),
-            Kind::Delete => Some(MemGet::Deleted),
+            Kind::Put => {
+                value.extend_from_slice(node.value());
+                Some(true)
+            }
+            Kind::Delete => Some(false),
         }
     }
 

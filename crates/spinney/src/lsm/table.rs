@@ -13,9 +13,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::compaction::{self, Busy, OutputRange};
-use super::memtable::{self, MemGet, MemTable};
+use super::memtable::{self, MemTable};
 use super::sst::{SstBuilder, SstInfo, SstOptions};
-use super::version::{Lookup, Version};
+use super::version::Version;
 use crate::counter::Striped;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
@@ -221,12 +221,14 @@ impl LsmTable {
     /// The value of `user_key` at `snapshot`, or, without one, at the
     /// visible seqno loaded once the super version is held (so that its
     /// trees hold every version at or below that seqno: `mvcc::horizon`).
-    pub(crate) fn get(
+    /// True if found, its value appended to `value`.
+    pub(crate) fn get_into(
         &self,
         user_key: &[u8],
         snapshot: Option<u64>,
         visible: &AtomicU64,
-    ) -> Result<Option<Vec<u8>>> {
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
         // Each memtable and SST searched counts itself as a tree searched.
         read_context::add(&ReadContext {
             gets: 1,
@@ -235,23 +237,18 @@ impl LsmTable {
         let sv = self.super_version();
         let snapshot = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
-            match mem.table.get(user_key, snapshot) {
-                Some(MemGet::Value(v)) => return Ok(Some(v)),
-                Some(MemGet::Deleted) => return Ok(None),
-                None => {}
+            if let Some(put) = mem.table.get_into(user_key, snapshot, value) {
+                return Ok(put);
             }
         }
         let mut counts = ReadContext::default();
-        let found = sv.version.get(user_key, snapshot, &mut counts);
+        let found = sv.version.get_into(user_key, snapshot, &mut counts, value);
         read_context::add(&counts);
         if counts.bloom_checks > 0 {
             self.bloom_checks.add(counts.bloom_checks);
             self.bloom_negatives.add(counts.bloom_negatives);
         }
-        Ok(match found? {
-            Some(Lookup::Value(v)) => Some(v),
-            Some(Lookup::Deleted) | None => None,
-        })
+        Ok(found? == Some(true))
     }
 
     /// The seqno of the newest entry for `user_key` (a put or a delete) in

@@ -116,13 +116,6 @@ impl FileMeta {
     }
 }
 
-/// What a point lookup found for a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Lookup {
-    Value(Vec<u8>),
-    Deleted,
-}
-
 #[derive(Clone, Default)]
 pub(crate) struct Version {
     /// `levels[0]` is L0, newest run first; the others are sorted by key.
@@ -148,14 +141,17 @@ impl Version {
         self.levels.iter().flatten()
     }
 
-    /// The newest entry for `user_key` visible at `snapshot`; the work done
-    /// (files searched, bloom checks, blocks) is added to `counts`.
-    pub(crate) fn get(
+    /// The newest entry for `user_key` visible at `snapshot`: None if the
+    /// files hold none, `Some(true)` for a put (its value appended to
+    /// `value`), `Some(false)` for a delete. The work done (files searched,
+    /// bloom checks, blocks) is added to `counts`.
+    pub(crate) fn get_into(
         &self,
         user_key: &[u8],
         snapshot: u64,
         counts: &mut ReadContext,
-    ) -> Result<Option<Lookup>> {
+        value: &mut Vec<u8>,
+    ) -> Result<Option<bool>> {
         let seek = key::internal_key(user_key, snapshot, key::KIND_SEEK);
         // The first file whose blocks the get read is charged if the get
         // reads another's (it did not hold the key: LevelDB's seek
@@ -164,7 +160,7 @@ impl Version {
         let mut charged = false;
         for file in self.candidates(user_key, &seek) {
             let negatives = counts.bloom_negatives;
-            let found = lookup_in_file(file, &seek, user_key, counts)?;
+            let found = lookup_in_file(file, &seek, user_key, counts, value)?;
             // A file its filter ruled out cost no block read.
             let read = counts.bloom_negatives == negatives;
             if read {
@@ -313,22 +309,31 @@ impl Version {
     }
 }
 
+/// The newest entry for `user_key` at or after `seek` in `file`, as
+/// `Version::get_into` answers.
 fn lookup_in_file(
     file: &FileMeta,
     seek: &[u8],
     user_key: &[u8],
     counts: &mut ReadContext,
-) -> Result<Option<Lookup>> {
+    value: &mut Vec<u8>,
+) -> Result<Option<bool>> {
     let sst = file.sst()?;
     counts.trees_searched += 1;
-    let Some((ikey, value)) = sst.get_counted(seek, user_key, counts)? else {
-        return Ok(None);
-    };
-    let parsed = ParsedKey::parse(&ikey)
-        .ok_or_else(|| Error::corruption(&file.path, 0, "entry with a malformed internal key"))?;
-    debug_assert_eq!(parsed.user_key, user_key);
-    Ok(Some(match parsed.kind {
-        Kind::Put => Lookup::Value(value),
-        Kind::Delete => Lookup::Deleted,
-    }))
+    let found = sst.find_counted(seek, user_key, counts, |ikey, v| {
+        let kind = ParsedKey::parse(ikey).map(|k| k.kind);
+        if kind == Some(Kind::Put) {
+            value.extend_from_slice(v);
+        }
+        kind
+    })?;
+    match found {
+        None => Ok(None),
+        Some(Some(kind)) => Ok(Some(kind == Kind::Put)),
+        Some(None) => Err(Error::corruption(
+            &file.path,
+            0,
+            "entry with a malformed internal key",
+        )),
+    }
 }

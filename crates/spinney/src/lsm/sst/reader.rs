@@ -186,23 +186,16 @@ impl Sst {
             trees_searched: 1,
             ..ReadContext::default()
         };
-        let found = self.get_counted(seek_key, user_key, &mut counts);
+        let found = self.find_counted(seek_key, user_key, &mut counts, |k, v| {
+            (k.to_vec(), v.to_vec())
+        });
         read_context::add(&counts);
         found
     }
 
-    /// `get`, adding its work to `counts` (the caller counts the tree).
-    pub(crate) fn get_counted(
-        &self,
-        seek_key: &[u8],
-        user_key: &[u8],
-        counts: &mut ReadContext,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.find_counted(seek_key, user_key, counts, |k, v| (k.to_vec(), v.to_vec()))
-    }
-
-    /// `get_counted`, handing the entry found (internal key and value) to
-    /// `found` instead of copying it.
+    /// `get`, handing the entry found (internal key and value) to `found`
+    /// instead of copying it, and adding its work to `counts` (the caller
+    /// counts the tree).
     pub(crate) fn find_counted<T>(
         &self,
         seek_key: &[u8],
