@@ -331,7 +331,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
         return Ok(());
     }
     let must_exist = !matches!(cli.command, Command::Create { .. } | Command::Load { .. });
+    // The commands that only read open the database read-only: they never
+    // change the directory, and run beside each other (not beside a
+    // writer, which holds the lock).
+    let read_only = matches!(
+        cli.command,
+        Command::Tables
+            | Command::Get { .. }
+            | Command::Scan { .. }
+            | Command::Shape { .. }
+            | Command::Verify
+            | Command::Stats { .. }
+    );
     let options = Options {
+        read_only,
         create_if_missing: !must_exist,
         background_threads: cli.background_threads,
         cache_size: cli.cache_size,

@@ -552,3 +552,49 @@ fn a_lost_current_is_refused_by_create_and_recover_current_brings_the_table_back
     let verify = spinney(&db, &["verify"]);
     assert_eq!(stdout(&verify), "ok: 6000 entries in 1 tables checked\n");
 }
+
+/// Every file of a directory, with its bytes.
+fn dir_bytes(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).expect("read"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_read_commands_change_no_byte_of_the_directory() {
+    // Goal: tables, get, scan, shape, verify and stats open the database
+    // read-only: the log's unflushed writes are read, and no file is
+    // written, made or removed (a writable open would flush the recovered
+    // memtable, checkpoint the B-tree and start a new manifest and log).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("x");
+    ok(&db, &["create", "l"]);
+    ok(&db, &["create", "b", "--kind", "btree"]);
+    ok(&db, &["put", "l", "k", "lsm"]);
+    ok(&db, &["put", "b", "k", "btree"]);
+    let before = dir_bytes(&db);
+    for args in [
+        &["tables"][..],
+        &["get", "l", "k"],
+        &["get", "b", "k"],
+        &["scan", "b"],
+        &["shape", "l"],
+        &["shape", "b"],
+        &["verify"],
+        &["stats"],
+    ] {
+        let out = ok(&db, args);
+        if args[0] == "get" {
+            assert!(out == "lsm\n" || out == "btree\n", "{args:?}: {out}");
+        }
+        assert_eq!(dir_bytes(&db), before, "{args:?} changed the directory");
+    }
+    // A write command still writes.
+    ok(&db, &["put", "l", "k2", "v"]);
+    assert_ne!(dir_bytes(&db), before);
+}

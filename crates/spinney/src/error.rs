@@ -48,11 +48,14 @@ pub enum Error {
         /// The lock file that could not be taken.
         path: PathBuf,
     },
-    /// The database stopped accepting writes after an error it cannot
-    /// recover from in place (a failed write or sync of the log, a failed
-    /// flush). Reads keep working; reopening the database recovers.
+    /// The database refuses writes: it was opened read-only
+    /// (`Options::read_only`), or it stopped accepting writes after an
+    /// error it cannot recover from in place (a failed write or sync of the
+    /// log, a failed flush), in which case reads keep working and reopening
+    /// the database recovers.
     ReadOnly {
-        /// The error that made the database read-only.
+        /// Why: the error that made the database read-only, or that it was
+        /// opened so.
         reason: String,
     },
     /// The request is valid but not supported by this build or table kind.
@@ -161,10 +164,7 @@ impl fmt::Display for Error {
                 "database is locked: {} is held by another open database (in this or another process)",
                 path.display()
             ),
-            Error::ReadOnly { reason } => write!(
-                f,
-                "database refuses writes after an earlier failure ({reason}); reopen it to recover"
-            ),
+            Error::ReadOnly { reason } => write!(f, "database refuses writes: {reason}"),
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
             Error::Conflict { table, key } => write!(
                 f,

@@ -415,6 +415,15 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Refuse to open a database that already exists.
     pub error_if_exists: bool,
+    /// Open an existing database without writing anything: a shared lock
+    /// (other read-only openers may hold it too, a writer may not), the log
+    /// replayed into memory only (no SST, checkpoint, manifest or log
+    /// segment is written or removed, no page written back), no background
+    /// work. Every write, flush, checkpoint, compaction and table change is
+    /// refused with `Error::ReadOnly`. `create_if_missing` does not apply;
+    /// `error_if_exists` is refused beside it. What the log held for B-tree
+    /// tables stays in the cache, dirty, until the database is dropped.
+    pub read_only: bool,
     /// The durability of commits that do not say otherwise.
     pub durability: Durability,
     /// Bytes of blocks the cache may keep, shared by all tables.
@@ -465,6 +474,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("create_if_missing", &self.create_if_missing)
             .field("error_if_exists", &self.error_if_exists)
+            .field("read_only", &self.read_only)
             .field("durability", &self.durability)
             .field("cache_size", &self.cache_size)
             .field("wal_recovery", &self.wal_recovery)
@@ -485,6 +495,7 @@ impl Default for Options {
         Options {
             create_if_missing: true,
             error_if_exists: false,
+            read_only: false,
             durability: Durability::Normal,
             cache_size: 64 << 20,
             wal_recovery: WalRecovery::TornTailOnly,
@@ -502,6 +513,11 @@ impl Default for Options {
 
 impl Options {
     pub(crate) fn validate(&self) -> Result<()> {
+        if self.read_only && self.error_if_exists {
+            return Err(Error::invalid(
+                "read_only and error_if_exists contradict each other: a read-only open needs an existing database",
+            ));
+        }
         if self.wal_segment_size < limits::WAL_BLOCK_BYTES as u64 {
             return Err(Error::invalid(format!(
                 "wal_segment_size {} is below one log block ({} bytes)",

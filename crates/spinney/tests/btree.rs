@@ -1577,6 +1577,9 @@ impl Fs for GateFs {
     fn lock(&self, path: &Path) -> spinney::Result<Box<dyn FileLock>> {
         self.os.lock(path)
     }
+    fn lock_shared(&self, path: &Path) -> spinney::Result<Box<dyn FileLock>> {
+        self.os.lock_shared(path)
+    }
     fn io_stats(&self) -> &IoStats {
         self.os.io_stats()
     }

@@ -97,6 +97,7 @@ impl BtreeTable {
         owner: u64,
         min_generation: u64,
         log_start: u64,
+        read_only: bool,
     ) -> Result<BtreeTable> {
         let path = dir.join(file_name(id));
         if !fs.exists(&path)? {
@@ -153,6 +154,7 @@ impl BtreeTable {
             failed: Mutex::new(None),
             loading: Mutex::default(),
             frames: FrameTable::default(),
+            read_only,
         });
         let mut state = TreeState {
             page_count: c.page_count,

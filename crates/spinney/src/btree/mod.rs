@@ -281,5 +281,5 @@ pub(crate) fn scratch_table(dir: &std::path::Path, page_size: usize, seqno: u64)
     };
     BtreeTable::create_file(&fs, dir, 1, &options, seqno).expect("create");
     let cache = Arc::new(crate::cache::Cache::new(64 << 20));
-    BtreeTable::open(&fs, dir, 1, "t".into(), options, cache, 1, 1, 0).expect("open")
+    BtreeTable::open(&fs, dir, 1, "t".into(), options, cache, 1, 1, 0, false).expect("open")
 }

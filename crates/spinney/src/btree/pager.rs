@@ -96,6 +96,9 @@ pub(crate) struct PageFile {
     pub loading: Mutex<HashMap<u64, u32>>,
     /// Where each cached page's frame is, for readers (`frames.rs`).
     pub frames: FrameTable,
+    /// The database was opened read-only: no page is written. Pages the
+    /// log's replay changed stay in the cache, dirty, until it closes.
+    pub read_only: bool,
 }
 
 /// A read of a page from the file into the cache, registered for its
@@ -341,7 +344,7 @@ fn write_back(frame: &Frame) {
     let Some(page) = frame.try_read() else {
         return;
     };
-    if !page.dirty.load(Ordering::Acquire) {
+    if !page.dirty.load(Ordering::Acquire) || frame.file.read_only {
         return;
     }
     match frame.file.write_page(frame.pgno, &page.image) {
@@ -378,8 +381,15 @@ impl PageFile {
     }
 
     /// Frames `image` (compressing it if asked and worth it) and writes it
-    /// at page `pgno`.
+    /// at page `pgno`. Refused when the database was opened read-only (the
+    /// log's replay would write a value's overflow pages).
     pub(crate) fn write_page(&self, pgno: u64, image: &[u8]) -> Result<()> {
+        if self.read_only {
+            return Err(Error::Unsupported(format!(
+                "{}: the database was opened read-only, and replaying its log would write                  B-tree page {pgno} (a value too large for a leaf); open it for writing once",
+                self.file.path().display()
+            )));
+        }
         let out = format::encode_page(pgno, image, self.compression, self.page_size);
         self.file.write_at(self.offset(pgno), &out)?;
         self.counters.written.fetch_add(1, Ordering::Relaxed);
@@ -659,6 +669,7 @@ mod tests {
                 failed: Mutex::new(None),
                 loading: Mutex::default(),
                 frames: FrameTable::default(),
+                read_only: false,
             };
             pf.write_page(3, &p).expect("write");
             assert_eq!(pf.read_page(3).expect("read"), p);
@@ -688,6 +699,7 @@ mod tests {
             failed: Mutex::new(None),
             loading: Mutex::default(),
             frames: FrameTable::default(),
+            read_only: false,
         })
     }
 

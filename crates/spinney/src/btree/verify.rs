@@ -183,6 +183,7 @@ fn read_header(fs: &dyn Fs, path: &Path) -> Result<(PageFile, Checkpoint)> {
         failed: parking_lot::Mutex::new(None),
         loading: parking_lot::Mutex::default(),
         frames: FrameTable::default(),
+        read_only: false,
     };
     Ok((pf, c))
 }

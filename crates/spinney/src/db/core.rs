@@ -47,7 +47,11 @@ impl Core {
     /// report), a B-tree table at its file's newest valid checkpoint (one
     /// older than recorded is accepted only while the log from `log_start`
     /// covers the gap). `next_file_number` hands out the B-tree's cache
-    /// owner number.
+    /// owner number. With `read_only`, a B-tree table writes no page.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the table's catalog state, the database's shared parts and how it was opened; a struct would only rename them"
+    )]
     pub(super) fn open_recovered(
         fs: &Arc<dyn Fs>,
         dir: &Path,
@@ -56,6 +60,7 @@ impl Core {
         next_file_number: &mut u64,
         log_start: u64,
         manifest: &Path,
+        read_only: bool,
     ) -> Result<Core> {
         if t.record.options.kind == TableKind::Btree {
             let owner = *next_file_number;
@@ -70,6 +75,7 @@ impl Core {
                 owner,
                 t.checkpoint_generation,
                 log_start,
+                read_only,
             )?;
             return Ok(Core::Btree(Arc::new(table)));
         }
@@ -430,6 +436,13 @@ pub(crate) enum Applier<'a> {
 }
 
 impl Applier<'_> {
+    /// Whether `apply` skips the entry of `seqno`: recovery's, of an entry
+    /// the table's files hold already.
+    pub(crate) fn skips(&self, seqno: u64) -> bool {
+        let (Applier::Lsm { skip_upto, .. } | Applier::Btree { skip_upto, .. }) = self;
+        seqno <= *skip_upto
+    }
+
     /// The table's name, for errors.
     pub(crate) fn name(&self) -> &str {
         match self {

@@ -30,7 +30,9 @@ pub(crate) struct Segment {
 
 /// The log: the open segment and the closed ones.
 pub(crate) struct Wal {
-    pub writer: LogWriter,
+    /// The open segment's writer; None when the database was opened
+    /// read-only (no segment is open).
+    pub writer: Option<LogWriter>,
     pub number: u64,
     /// The seqno the open segment's records follow.
     pub after_seqno: u64,
@@ -61,12 +63,24 @@ impl Wal {
         }
     }
 
+    /// The open segment's writer, or why there is none.
+    pub(crate) fn writer(&mut self) -> Result<&mut LogWriter> {
+        self.writer.as_mut().ok_or_else(|| Error::ReadOnly {
+            reason: super::READ_ONLY_OPEN.to_string(),
+        })
+    }
+
+    /// Bytes of the open segment (0 when none is open).
+    pub(crate) fn len(&self) -> u64 {
+        self.writer.as_ref().map_or(0, LogWriter::len)
+    }
+
     /// Syncs the open segment: every record appended is durable. A sync
     /// mark naming them follows (not synced itself: it claims only what
     /// this sync made durable).
     pub(crate) fn sync_all(&mut self) -> Result<()> {
         let last = self.last_seqno;
-        self.writer.sync()?;
+        self.writer()?.sync()?;
         self.synced_seqno = last;
         self.mark_synced()
     }
@@ -75,8 +89,8 @@ impl Wal {
     /// durable.
     fn mark_synced(&mut self) -> Result<()> {
         if self.synced_seqno > self.marked_seqno {
-            self.writer
-                .add_record(&encode_sync_mark(self.synced_seqno))?;
+            let mark = encode_sync_mark(self.synced_seqno);
+            self.writer()?.add_record(&mark)?;
             self.marked_seqno = self.synced_seqno;
         }
         Ok(())
@@ -94,7 +108,7 @@ impl Wal {
     /// records (`WritableFile::finish`): at a roll and at close.
     pub(crate) fn finish(&mut self) -> Result<()> {
         let last = self.last_seqno;
-        self.writer.finish()?;
+        self.writer()?.finish()?;
         self.synced_seqno = last;
         Ok(())
     }
@@ -109,7 +123,7 @@ pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
         .fs
         .create_log(&db.path(&wal_name(number)), db.options.wal_segment_size)?;
     db.fs.sync_dir(&db.dir)?;
-    let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+    let old = std::mem::replace(&mut wal.writer, Some(LogWriter::new(file)));
     drop(old);
     wal.closed.push(Segment {
         number: wal.number,

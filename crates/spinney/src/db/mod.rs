@@ -60,12 +60,17 @@ use crate::wal::writer::LogWriter;
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Why a database opened with `Options::read_only` refuses writes.
+pub(crate) const READ_ONLY_OPEN: &str = "the database was opened read-only (Options::read_only)";
+
 /// How many times `Db::transact` runs a transaction that keeps meeting
 /// conflicts before it returns the conflict.
 pub const TRANSACT_ATTEMPTS: u32 = 1000;
 
 pub(crate) struct VersionSet {
-    pub manifest: LogWriter,
+    /// The live manifest's writer; None when the database was opened
+    /// read-only.
+    pub manifest: Option<LogWriter>,
     /// The file number of the live manifest.
     pub manifest_number: u64,
     /// Bytes of the live manifest's whole-state record (the roll policy
@@ -116,16 +121,21 @@ impl VersionSet {
                 reason: reason.clone(),
             });
         }
+        let Some(manifest) = self.manifest.as_mut() else {
+            return Err(Error::ReadOnly {
+                reason: READ_ONLY_OPEN.to_string(),
+            });
+        };
         let result = if roll::should_roll(
-            self.manifest.len(),
+            manifest.len(),
             self.snapshot_bytes,
             db.options.max_manifest_size,
         ) {
             roll::roll(self, db, edit)
         } else {
-            self.manifest
+            manifest
                 .add_record(&edit.encode())
-                .and_then(|()| crate::manifest::sync_and_mark(&mut self.manifest))
+                .and_then(|()| crate::manifest::sync_and_mark(manifest))
         };
         if let Err(e) = &result {
             self.manifest_failed = Some(format!("writing the manifest failed: {e}"));
@@ -143,6 +153,9 @@ pub(crate) struct BgState {
 
 #[derive(Default)]
 pub(crate) struct Counters {
+    /// Entries a read-only open replayed from the log that no table's
+    /// files hold (0 for a writable open, which writes them to files).
+    pub log_entries_replayed: AtomicU64,
     pub commits: AtomicU64,
     pub commit_groups: AtomicU64,
     pub wal_syncs: AtomicU64,
@@ -218,6 +231,11 @@ impl DbInner {
 
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
+        if self.options.read_only {
+            return Err(Error::ReadOnly {
+                reason: READ_ONLY_OPEN.to_string(),
+            });
+        }
         if self.poisoned.load(Ordering::Acquire) {
             let reason = self.read_only.lock().clone().unwrap_or_default();
             return Err(Error::ReadOnly { reason });
@@ -229,7 +247,7 @@ impl DbInner {
     pub(crate) fn poison(&self, reason: String) {
         let mut r = self.read_only.lock();
         if r.is_none() {
-            *r = Some(reason);
+            *r = Some(format!("{reason} (reopen the database to recover)"));
         }
         self.poisoned.store(true, Ordering::Release);
         drop(r);
@@ -323,9 +341,33 @@ impl Db {
 
     /// Opens the database in `path`, creating it if `options.create_if_missing`,
     /// and recovers what the log holds. `Error::Locked` if another `Db` has it
-    /// open.
+    /// open (for a read-only open, `Options::read_only`: if a writer has it;
+    /// read-only openers share it).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::{Db, Options, TableOptions};
+    ///
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.create_table("t", TableOptions::btree())?.put(b"k", b"v")?;
+    /// db.close()?;
+    ///
+    /// // Two readers at once; neither writes a byte to the directory.
+    /// let read_only = || Options { read_only: true, ..Options::default() };
+    /// let a = Db::open(dir.path(), read_only())?;
+    /// let b = Db::open(dir.path(), read_only())?;
+    /// assert_eq!(a.table("t")?.get(b"k")?, Some(b"v".to_vec()));
+    /// assert!(b.table("t")?.put(b"k", b"w").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let threads = options.background_threads;
+        // A read-only database has no background work to do.
+        let threads = if options.read_only {
+            0
+        } else {
+            options.background_threads
+        };
         let inner = Arc::new(open::open(path.as_ref(), options)?);
         let db = Db {
             inner,
@@ -404,6 +446,7 @@ impl Db {
                 owner,
                 1,
                 0,
+                false,
             );
             let t = match opened {
                 Ok(t) => Arc::new(t),
@@ -632,7 +675,9 @@ impl Db {
     }
 
     /// Reads every file of every table and checks checksums, key order and
-    /// the level invariants; returns the number of entries checked.
+    /// the level invariants; returns the number of entries checked. A
+    /// read-only open counts too the log's entries it replayed that no
+    /// file holds (their records were checked as they were replayed).
     pub fn verify(&self) -> Result<u64> {
         work::verify(&self.inner)
     }
@@ -679,7 +724,9 @@ impl Db {
         self.inner.closed.store(true, Ordering::Release);
         drop(writers);
         let mut wal = self.inner.wal.lock();
-        if self.inner.poisoned.load(Ordering::Acquire) {
+        if self.inner.poisoned.load(Ordering::Acquire) || self.inner.options.read_only {
+            // Nothing to close: the log is not written (or no longer
+            // trusted), and a read-only open has no segment open.
             drop(wal);
             self.inner.lock.lock().take();
             return Ok(());

@@ -335,6 +335,15 @@ pub(super) fn recover_current(dir: &Path, options: &Options) -> Result<String> {
 pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     options.validate()?;
     let fs = Arc::clone(&options.fs);
+    if options.read_only {
+        // Nothing is made: the database must be there, whole.
+        if !fs.exists(&dir.join(CURRENT))? {
+            return Err(Error::invalid(format!(
+                "no database at {} to open read-only",
+                dir.display()
+            )));
+        }
+    }
     if !fs.exists(dir)? {
         if !options.create_if_missing {
             return Err(Error::invalid(format!(
@@ -347,7 +356,11 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             fs.sync_dir(parent)?;
         }
     }
-    let lock = fs.lock(&dir.join(LOCK))?;
+    let lock = if options.read_only {
+        fs.lock_shared(&dir.join(LOCK))?
+    } else {
+        fs.lock(&dir.join(LOCK))?
+    };
     let exists = fs.exists(&dir.join(CURRENT))?;
     let (old_manifest, mut state) = if exists {
         if options.error_if_exists {
@@ -441,6 +454,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             &mut state.next_file_number,
             first_logged,
             &manifest_path,
+            options.read_only,
         )?;
         catalog.insert(t.record.name.clone(), core);
     }
@@ -466,6 +480,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // one segment to the next. A jump means records are missing before the
     // one that jumps: a segment between others deleted, or emptied.
     let mut next_seqno: Option<u64> = None;
+    // Entries the log held that no table's files hold (a read-only open's
+    // `verify` counts them: their records were checked here).
+    let mut replayed = 0u64;
     // Whether `next_seqno` comes from the manifest (no record read yet).
     let mut expected_from_manifest = false;
     'segments: for (i, &number) in segments.iter().enumerate() {
@@ -548,6 +565,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     for entry in batch.entries() {
                         let entry = entry.map_err(|e| e.corruption(&path, offset))?;
                         if let Some(t) = by_id.get_mut(&entry.table_id) {
+                            replayed += u64::from(!t.skips(seqno));
                             t.apply(seqno, entry.kind, entry.key, entry.value, &horizon)?;
                         }
                         seqno += 1;
@@ -596,7 +614,39 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
 
     drop(by_id);
-
+    if options.read_only {
+        let db = inner(
+            dir,
+            options,
+            cache,
+            lock,
+            last_seqno,
+            state.next_file_number,
+            VersionSet {
+                manifest: None,
+                manifest_number: old_manifest.unwrap_or(0),
+                snapshot_bytes: 0,
+                manifest_failed: None,
+                next_table_id: state.next_table_id,
+                tables: catalog,
+                pending_outputs: HashSet::new(),
+                live_versions: Vec::new(),
+            },
+            Wal {
+                writer: None,
+                number: segments.last().copied().unwrap_or(state.log_number),
+                after_seqno: last_seqno,
+                closed: Vec::new(),
+                last_seqno,
+                synced_seqno: last_seqno,
+                marked_seqno: last_seqno,
+            },
+        );
+        db.counters
+            .log_entries_replayed
+            .store(replayed, Ordering::Relaxed);
+        return Ok(db);
+    }
     // Persist what the log held, so the old segments can go.
     let mut next_file_number = state.next_file_number;
     for t in catalog.values() {
@@ -637,7 +687,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .map(|t| Arc::downgrade(&t.super_version().version))
         .collect();
     let vs = VersionSet {
-        manifest,
+        manifest: Some(manifest),
         manifest_number,
         snapshot_bytes: snapshot.len() as u64,
         manifest_failed: None,
@@ -647,7 +697,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         live_versions,
     };
     let wal = Wal {
-        writer: wal_writer,
+        writer: Some(wal_writer),
         number: wal_number,
         after_seqno: last_seqno,
         closed: Vec::new(),
@@ -655,10 +705,38 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         synced_seqno: last_seqno,
         marked_seqno: last_seqno,
     };
-    Ok(DbInner {
+    Ok(inner(
+        dir,
+        options,
+        cache,
+        lock,
+        last_seqno,
+        next_file_number,
+        vs,
+        wal,
+    ))
+}
+
+/// The opened database's shared state.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts an open recovered; a struct would only rename them"
+)]
+fn inner(
+    dir: &Path,
+    options: Options,
+    cache: Arc<Cache>,
+    lock: Box<dyn crate::fs::FileLock>,
+    last_seqno: u64,
+    next_file_number: u64,
+    vs: VersionSet,
+    wal: Wal,
+) -> DbInner {
+    let read_only_open = options.read_only;
+    DbInner {
         id: super::NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
         dir: dir.to_path_buf(),
-        fs,
+        fs: Arc::clone(&options.fs),
         options,
         cache,
         lock: Mutex::new(Some(lock)),
@@ -673,12 +751,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         bg: Mutex::new(BgState::default()),
         bg_work: Condvar::new(),
         bg_done: Condvar::new(),
-        read_only: Mutex::new(None),
+        read_only: Mutex::new(read_only_open.then(|| super::READ_ONLY_OPEN.to_string())),
         poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         snapshots: Mutex::new(BTreeMap::new()),
         counters: Counters::default(),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
     .edit()
     .encode();
     let writer = start_manifest(&*db.fs, &db.dir, number, &[&snapshot, &edit.encode()])?;
-    vs.manifest = writer;
+    vs.manifest = Some(writer);
     vs.snapshot_bytes = snapshot.len() as u64;
     let old = std::mem::replace(&mut vs.manifest_number, number);
     db.counters.manifest_rolls.fetch_add(1, Ordering::Relaxed);
@@ -154,7 +154,8 @@ mod tests {
             let db = super::super::open::open(dir, options).expect("open");
             loop {
                 let mut vs = db.vs.lock();
-                if vs.manifest.len() >= crate::limits::MANIFEST_BYTES_MIN {
+                if vs.manifest.as_ref().map_or(0, |m| m.len()) >= crate::limits::MANIFEST_BYTES_MIN
+                {
                     break;
                 }
                 vs.log(&db, &edit).expect("log");

@@ -626,7 +626,7 @@ impl JobHost for DbInner {
 /// Checks every file of every table; the entries checked.
 pub(crate) fn verify(db: &DbInner) -> Result<u64> {
     let tables: Vec<Core> = db.vs.lock().tables.values().cloned().collect();
-    let mut entries = 0;
+    let mut entries = db.counters.log_entries_replayed.load(Ordering::Relaxed);
     for t in &tables {
         entries += t.verify(db)?;
     }

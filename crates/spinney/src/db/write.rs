@@ -250,7 +250,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
             db.counters
                 .wal_bytes
                 .fetch_add(record.len() as u64, Ordering::Relaxed);
-            appended = wal.writer.add_record(record);
+            appended = wal.writer().and_then(|w| w.add_record(record));
             if appended.is_err() {
                 break;
             }
@@ -264,11 +264,11 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
                     db.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
                 }
                 Durability::Normal => {
-                    wal.writer.flush()?;
+                    wal.writer()?.flush()?;
                 }
                 Durability::Off => {}
             }
-            if wal.writer.len() >= db.options.wal_segment_size {
+            if wal.len() >= db.options.wal_segment_size {
                 log::roll_segment(db, &mut wal)?;
             }
             Ok(())

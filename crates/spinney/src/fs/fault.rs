@@ -202,8 +202,8 @@ struct State {
     reads: u64,
     /// True between a `FaultKind::Crash` firing and `FaultFs::crash`.
     crashed: bool,
-    /// Held locks: path -> token of the guard that holds it.
-    locks: BTreeMap<PathBuf, u64>,
+    /// Held locks: path -> the tokens of the guards that hold it.
+    locks: BTreeMap<PathBuf, Held>,
     next_lock_token: u64,
 }
 
@@ -920,7 +920,37 @@ impl Fs for FaultFs {
         state.create_or_truncate("open lock file", &path, false)?;
         let token = state.next_lock_token;
         state.next_lock_token += 1;
-        state.locks.insert(path.clone(), token);
+        state.locks.insert(path.clone(), Held::Exclusive(token));
+        Ok(Box::new(FaultLock {
+            state: Arc::clone(&self.state),
+            path,
+            token,
+        }))
+    }
+
+    fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let path = normalise(path);
+        let mut state = self.state.lock();
+        state.check_up("lock", &path)?;
+        if matches!(state.locks.get(&path), Some(Held::Exclusive(_))) {
+            return Err(Error::Locked { path });
+        }
+        // Like OsFs, the lock file is made only when it is missing.
+        if state.lookup(&path).is_none() {
+            state.create_or_truncate("open lock file", &path, false)?;
+        }
+        let token = state.next_lock_token;
+        state.next_lock_token += 1;
+        match state
+            .locks
+            .entry(path.clone())
+            .or_insert_with(|| Held::Shared(BTreeSet::new()))
+        {
+            Held::Shared(tokens) => {
+                tokens.insert(token);
+            }
+            Held::Exclusive(_) => return Err(Error::Locked { path }),
+        }
         Ok(Box::new(FaultLock {
             state: Arc::clone(&self.state),
             path,
@@ -931,6 +961,13 @@ impl Fs for FaultFs {
     fn io_stats(&self) -> &IoStats {
         &self.stats
     }
+}
+
+/// Who holds a lock: one exclusive guard, or shared guards.
+#[derive(Debug)]
+enum Held {
+    Exclusive(u64),
+    Shared(BTreeSet<u64>),
 }
 
 /// Releases its lock on drop, unless a crash already did (and someone else
@@ -955,7 +992,15 @@ impl FileLock for FaultLock {}
 impl Drop for FaultLock {
     fn drop(&mut self) {
         let mut state = self.state.lock();
-        if state.locks.get(&self.path) == Some(&self.token) {
+        let released = match state.locks.get_mut(&self.path) {
+            Some(Held::Exclusive(token)) => *token == self.token,
+            Some(Held::Shared(tokens)) => {
+                tokens.remove(&self.token);
+                tokens.is_empty()
+            }
+            None => false,
+        };
+        if released {
             state.locks.remove(&self.path);
         }
     }

@@ -66,6 +66,10 @@ pub trait Fs: Send + Sync + fmt::Debug {
     /// Takes an exclusive lock on `path` (created if missing), held until the
     /// returned guard drops. `Error::Locked` if another holder has it.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Takes a shared lock on `path` (created if missing), held until the
+    /// returned guard drops: any number of shared holders at once, none
+    /// while an exclusive one holds it. `Error::Locked` if one does.
+    fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>>;
     /// Counters of the I/O done through this file system.
     fn io_stats(&self) -> &IoStats;
 

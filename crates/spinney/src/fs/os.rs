@@ -148,6 +148,28 @@ impl Fs for OsFs {
         }
     }
 
+    fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        // Read-only: the lock file is made only when it is missing (a
+        // database copied without it).
+        let file = match OpenOptions::new().read(true).open(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path),
+            other => other,
+        }
+        .map_err(|e| Error::io("open lock file", path, e))?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(Box::new(OsFileLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
+                path: path.to_path_buf(),
+            }),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+        }
+    }
+
     fn io_stats(&self) -> &IoStats {
         &self.stats
     }
