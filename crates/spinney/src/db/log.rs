@@ -123,7 +123,7 @@ pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
         .fs
         .create_log(&db.path(&wal_name(number)), db.options.wal_segment_size)?;
     db.fs.sync_dir(&db.dir)?;
-    let old = std::mem::replace(&mut wal.writer, Some(LogWriter::new(file)));
+    let old = wal.writer.replace(LogWriter::new(file));
     drop(old);
     wal.closed.push(Segment {
         number: wal.number,
