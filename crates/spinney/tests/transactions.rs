@@ -17,8 +17,11 @@
 //!   after the snapshot".
 //! - The bank: threads move amounts between accounts in a B-tree and an
 //!   LSM table with `Db::transact`; the total never changes for snapshot
-//!   readers while it runs, nor after; and a process killed while moving
-//!   money leaves every acknowledged transfer whole and none in part.
+//!   readers while it runs, nor after; a process killed while moving
+//!   money leaves every acknowledged transfer whole and none in part; and
+//!   power lost at spread points (`FaultFs`, each way unsynced writes may
+//!   fare) leaves whole transfers, all acknowledged ones with `Full`, a
+//!   prefix with `Off`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -848,5 +851,117 @@ fn a_killed_process_leaves_every_acknowledged_transfer_whole_and_none_in_part() 
             log.get(&id.to_be_bytes()).expect("get").is_some(),
             "acknowledged transfer {id} is gone"
         );
+    }
+}
+
+/// Runs transfers one after another (ids 0, 1, ...) until one fails;
+/// returns the ids acknowledged.
+fn transfer_until_failure(db: &Db, tables: &[Table; 2], log: &Table, seed: u64) -> Vec<u64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut acknowledged = Vec::new();
+    for id in 0..2_000u64 {
+        let from = rng.gen_range(0..ACCOUNTS);
+        let to = (from + rng.gen_range(1..ACCOUNTS)) % ACCOUNTS;
+        let amount = rng.gen_range(1..50u64);
+        let result = db.transact(|tx| {
+            let (ft, tt) = (account_table(tables, from), account_table(tables, to));
+            let have = balance(tx.get(ft, &account(from))?);
+            let theirs = balance(tx.get(tt, &account(to))?);
+            let amount = amount.min(have);
+            tx.put(ft, &account(from), &(have - amount).to_le_bytes())?;
+            tx.put(tt, &account(to), &(theirs + amount).to_le_bytes())?;
+            let record = [from.to_le_bytes(), to.to_le_bytes()].concat();
+            tx.put(
+                log,
+                &id.to_be_bytes(),
+                &[record, amount.to_le_bytes().to_vec()].concat(),
+            )
+        });
+        match result {
+            Ok(()) => acknowledged.push(id),
+            Err(_) => break,
+        }
+    }
+    acknowledged
+}
+
+#[test]
+fn power_lost_while_moving_money_leaves_whole_transfers_and_keeps_what_full_promised() {
+    // Goal: a transaction is one log record: after power is lost at any
+    // point of a run of transfers (with flushes, compactions and
+    // checkpoints running), each transfer is there whole or not at all;
+    // with `Full` durability every acknowledged one is there, with `Off` a
+    // prefix of them. Method: `FaultFs`, a crash injected at spread
+    // mutating operations, each of the three ways a power loss treats
+    // unsynced writes.
+    use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    use spinney::Durability;
+    const DB: &str = "/db";
+    for durability in [Durability::Full, Durability::Off] {
+        let options = |fs: &Arc<FaultFs>| Options {
+            durability,
+            fs: fs.clone(),
+            background_threads: 1,
+            checkpoint_wal_bytes: 32 << 10,
+            wal_segment_size: 64 << 10,
+            ..Options::default()
+        };
+        // The operations a fault-free run makes, to spread the crashes.
+        let span = {
+            let fs = Arc::new(FaultFs::new());
+            let (db, tables, log) = open_bank(Path::new(DB), options(&fs));
+            open_accounts(&db, &tables);
+            let start = fs.mutating_ops();
+            let acked = transfer_until_failure(&db, &tables, &log, 1);
+            assert_eq!(acked.len(), 2_000);
+            let span = fs.mutating_ops() - start;
+            drop((tables, log));
+            db.close().expect("close");
+            span
+        };
+        for (n, k) in (1..=6u64).map(|i| (i, span * i / 7)).collect::<Vec<_>>() {
+            for pending in [
+                PendingWrites::Lost,
+                PendingWrites::InOrder(n),
+                PendingWrites::nth(2, n),
+            ] {
+                let ctx = format!("{durability:?}, crash at op {k} of {span}, {pending:?}");
+                let fs = Arc::new(FaultFs::new());
+                let (db, tables, log) = open_bank(Path::new(DB), options(&fs));
+                open_accounts(&db, &tables);
+                db.flush().expect("the opening balances made durable");
+                fs.inject(k, FaultKind::Crash);
+                let acked = transfer_until_failure(&db, &tables, &log, 1);
+                assert!(acked.len() < 2_000, "{ctx}: the crash came");
+                drop((tables, log));
+                drop(db);
+                fs.crash_with(pending);
+                let (db, tables, log) = open_bank(Path::new(DB), options(&fs));
+                let (after, total) = balances(&db, &tables);
+                assert_eq!(total, OPENING_BALANCE * u64::from(ACCOUNTS), "{ctx}");
+                assert_eq!(after, replay(&log), "{ctx}: a transfer in part");
+                let present: Vec<u64> = log
+                    .iter()
+                    .expect("iter")
+                    .map(|e| {
+                        let (k, _) = e.expect("entry");
+                        u64::from_be_bytes(k.try_into().expect("an id"))
+                    })
+                    .collect();
+                // Transfers commit in id order: what is there is a prefix.
+                let prefix: Vec<u64> = (0..present.len() as u64).collect();
+                assert_eq!(present, prefix, "{ctx}: not a prefix of the transfers");
+                if durability == Durability::Full {
+                    assert!(
+                        present.len() >= acked.len(),
+                        "{ctx}: {} acknowledged, {} there",
+                        acked.len(),
+                        present.len()
+                    );
+                }
+                // At most the transfer the crash interrupted beyond them.
+                assert!(present.len() <= acked.len() + 1, "{ctx}");
+            }
+        }
     }
 }
