@@ -386,6 +386,28 @@ impl Db {
     }
 
     /// Creates a table. `Error::TableExists` if the name is taken.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::{Db, Error, Options, TableKind, TableOptions};
+    ///
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.create_table("orders", TableOptions::btree())?;
+    /// assert!(matches!(
+    ///     db.create_table("orders", TableOptions::btree()),
+    ///     Err(Error::TableExists(_))
+    /// ));
+    /// // `open_table` creates a missing table and opens an existing one
+    /// // (refusing another kind); `table` only opens.
+    /// let events = db.open_table("events", TableOptions::lsm())?;
+    /// assert_eq!(db.table("orders")?.options().kind, TableKind::Btree);
+    /// assert_eq!(db.tables().len(), 2);
+    /// drop(events);
+    /// db.drop_table("events")?;
+    /// assert!(matches!(db.table("events"), Err(Error::NoSuchTable(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn create_table(&self, name: &str, options: TableOptions) -> Result<Table> {
         let inner = &self.inner;
         inner.check_writable()?;
@@ -567,11 +589,39 @@ impl Db {
     }
 
     /// Commits a batch with per-write options.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::{Db, Durability, Options, TableOptions, WriteBatch, WriteOptions};
+    ///
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let t = db.create_table("t", TableOptions::lsm())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(&t, b"paid", b"yes");
+    /// // This one commit is synced before it returns, whatever the
+    /// // database's durability.
+    /// db.write_with(batch, WriteOptions { durability: Some(Durability::Full) })?;
+    /// # Ok(()) }
+    /// ```
     pub fn write_with(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
         write::write(&self.inner, batch, options)
     }
 
     /// A consistent view of every table as of now, kept until dropped.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"k", b"before")?;
+    /// let snapshot = db.snapshot();
+    /// t.put(b"k", b"after")?;
+    /// assert_eq!(snapshot.get(&t, b"k")?, Some(b"before".to_vec()));
+    /// assert_eq!(t.get(b"k")?, Some(b"after".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(&self.inner)
     }
@@ -664,12 +714,44 @@ impl Db {
     /// never split, so one job may pass the budget). For applications that
     /// open with `background_threads = 0` and drive the work themselves,
     /// for instance from a thread of their own (SQLite4 LSM's `lsm_work`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::{Db, Options, TableOptions};
+    ///
+    /// let options = Options { background_threads: 0, autowork: false, ..Options::default() };
+    /// let db = Db::open(dir.path(), options)?;
+    /// let t = db.create_table("t", TableOptions { write_buffer_size: 64 << 10, ..TableOptions::lsm() })?;
+    /// for i in 0..5_000u32 {
+    ///     t.put(&i.to_be_bytes(), &[0; 100])?;
+    /// }
+    /// // Frozen memtables wait for this thread to flush them.
+    /// let done = db.work(u64::MAX)?;
+    /// assert!(done.jobs > 0);
+    /// # Ok(()) }
+    /// ```
     pub fn work(&self, budget: u64) -> Result<WorkDone> {
         self.inner.check_open()?;
         work::work(&self.inner, budget)
     }
 
-    /// Counters, per-table shapes, cache and I/O figures.
+    /// Counters, per-table shapes, cache and I/O figures (`Display` prints
+    /// them as a report; with the `serde` feature they serialize).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// let stats = db.stats();
+    /// assert_eq!(stats.commits, 1);
+    /// assert!(stats.to_string().contains("commits"));
+    /// db.flush()?;
+    /// assert_eq!(db.verify()?, 1, "one entry, in one SST");
+    /// # Ok(()) }
+    /// ```
     pub fn stats(&self) -> Stats {
         stats::collect(&self.inner)
     }

@@ -107,6 +107,18 @@ impl Table {
     }
 
     /// Sets `key` to `value`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// assert_eq!(t.get(b"k")?, Some(b"v".to_vec()));
+    /// t.delete(b"k")?;
+    /// assert_eq!(t.get(b"k")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(self, key, value);
@@ -152,6 +164,18 @@ impl Table {
 
     /// The values of `keys`, in their order, all read at one moment (a
     /// write committed meanwhile is seen by all of them or by none).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"a", b"1")?;
+    /// t.put(b"c", b"3")?;
+    /// let got = t.multi_get(&[&b"a"[..], b"b", b"c"])?;
+    /// assert_eq!(got, [Some(b"1".to_vec()), None, Some(b"3".to_vec())]);
+    /// # Ok(()) }
+    /// ```
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
         self.check()?;
         let snapshot = Snapshot::new(&self.db);
@@ -161,6 +185,28 @@ impl Table {
     }
 
     /// A cursor over the whole table at the current state.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// for k in [b"a", b"c", b"e"] {
+    ///     t.put(k, b"")?;
+    /// }
+    /// let mut cursor = t.cursor()?;
+    /// cursor.seek(b"b"); // the first key at or after "b"
+    /// assert_eq!(cursor.key(), b"c");
+    /// cursor.next();
+    /// assert_eq!(cursor.key(), b"e");
+    /// cursor.seek_for_prev(b"d"); // the last key at or before "d"
+    /// assert_eq!(cursor.key(), b"c");
+    /// cursor.next();
+    /// cursor.next();
+    /// assert!(!cursor.valid());
+    /// cursor.status()?; // the end, not an error
+    /// # Ok(()) }
+    /// ```
     pub fn cursor(&self) -> Result<Cursor> {
         self.cursor_with(&ReadOptions::default())
     }
@@ -184,6 +230,22 @@ impl Table {
     }
 
     /// The entries whose keys fall in `range`, in key order (reverse with `.rev()`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     t.put(k, b"")?;
+    /// }
+    /// fn keys(r: impl Iterator<Item = spinney::Result<(Vec<u8>, Vec<u8>)>>) -> spinney::Result<Vec<Vec<u8>>> {
+    ///     r.map(|e| e.map(|(k, _)| k)).collect()
+    /// }
+    /// assert_eq!(keys(t.range(&b"b"[..]..&b"d"[..])?)?, [b"b", b"c"]);
+    /// assert_eq!(keys(t.range(&b"b"[..]..)?.rev())?, [b"d", b"c", b"b"]);
+    /// # Ok(()) }
+    /// ```
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
         let lower = owned_bound(range.start_bound());
         let upper = owned_bound(range.end_bound());
@@ -198,6 +260,19 @@ impl Table {
     /// The entries whose keys begin with `prefix`, in key order (reverse
     /// with `.rev()`). A prefix of 0xFF bytes has no key above its range:
     /// the range then runs to the end of the table.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// for k in ["user/1", "user/2", "userx", "video/1"] {
+    ///     t.put(k.as_bytes(), b"")?;
+    /// }
+    /// let users: Vec<_> = t.prefix(b"user/")?.map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+    /// assert_eq!(users, [b"user/1", b"user/2"]);
+    /// # Ok(()) }
+    /// ```
     pub fn prefix(&self, prefix: &[u8]) -> Result<Range> {
         let (lower, upper) = prefix_bounds(prefix);
         Range::new(self, None, lower, upper)
