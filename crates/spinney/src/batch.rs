@@ -24,7 +24,8 @@ use crate::wal::batch::BatchRep;
 #[derive(Default)]
 pub struct WriteBatch {
     pub(crate) rep: BatchRep,
-    pub(crate) tables: Vec<Core>,
+    /// The tables written, each once (inline for the usual one or two).
+    pub(crate) tables: smallvec::SmallVec<[Core; 2]>,
     pub(crate) db_id: Option<u64>,
     pub(crate) invalid: Option<Error>,
 }

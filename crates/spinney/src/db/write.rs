@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use super::core::Applier;
 use super::{log, work, Core, DbInner};
@@ -27,6 +28,13 @@ use crate::options::{Durability, WriteOptions};
 
 /// A group takes followers until it holds this many log bytes.
 const GROUP_BYTES_MAX: usize = 1 << 20;
+
+/// Writers (and the tables they write) a group holds without allocating
+/// for its lists: most groups are one writer, into one or two tables.
+const GROUP_INLINE: usize = 4;
+
+/// A list of a commit group's: inline up to `GROUP_INLINE` items.
+type GroupVec<T> = SmallVec<[T; GROUP_INLINE]>;
 
 /// How long a commit group waits when a table is past a slowdown threshold
 /// (LevelDB's choice: long enough to give background work the CPU, short
@@ -141,7 +149,7 @@ pub(crate) fn write_checked(
     }
 
     // This writer leads: take a group from the front of the queue.
-    let mut group = Vec::new();
+    let mut group: GroupVec<Arc<Writer>> = SmallVec::new();
     let mut bytes = 0;
     for w in queue.iter() {
         if !group.is_empty() && bytes + w.bytes > GROUP_BYTES_MAX {
@@ -181,7 +189,7 @@ pub(crate) fn write_checked(
 }
 
 /// Commits `group`; returns one result per writer, and the tables written.
-fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, Vec<Core>) {
+fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, GroupVec<Core>) {
     let mut batches: Vec<Option<WriteBatch>> =
         group.iter().map(|w| w.batch.lock().take()).collect();
     let mut results: Vec<Result<()>> = Vec::with_capacity(group.len());
@@ -201,12 +209,12 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
     };
     if let Err(e) = db.check_writable() {
         fail_all(&mut results, &e);
-        return (results, Vec::new());
+        return (results, SmallVec::new());
     }
 
     // Make room in every table the group writes to, B-tree tables first
     // (a failed one poisons the database before any writer waits for room).
-    let mut cores: Vec<&Core> = Vec::new();
+    let mut cores: GroupVec<&Core> = SmallVec::new();
     for (b, r) in batches.iter().zip(&results) {
         if let (Some(b), Ok(())) = (b, r) {
             for t in &b.tables {
@@ -217,13 +225,15 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
         }
     }
     cores.sort_by_key(|t| t.lsm().is_some());
-    let tables: Vec<Core> = cores.iter().map(|&t| t.clone()).collect();
+    let tables: GroupVec<Core> = cores.iter().map(|&t| t.clone()).collect();
     for t in &cores {
         if let Err(e) = t.make_room(db) {
             fail_all(&mut results, &e);
             return (results, tables);
         }
     }
+    // It borrows the batches, which the log's encoding changes below.
+    drop(cores);
 
     check_conflicts(db, &batches, group, &mut results);
 
@@ -283,7 +293,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, V
 
     // Apply to the tables, then publish. Room was made above, so no
     // memtable is frozen while the group is applied.
-    let mut appliers: Vec<(u32, Applier)> =
+    let mut appliers: GroupVec<(u32, Applier)> =
         tables.iter().map(|t| (t.id(), t.applier(false))).collect();
     let horizon = if appliers.iter().any(|(_, a)| a.needs_horizon()) {
         db.horizon()
