@@ -1,5 +1,7 @@
 //! `WriteBatch`: puts and deletes over any tables, committed atomically.
 
+use std::ops::{Bound, RangeBounds};
+
 use crate::db::{Core, Table};
 use crate::error::{Error, Result};
 use crate::limits;
@@ -60,7 +62,57 @@ impl WriteBatch {
         self.add(table, Kind::Delete, key, &[]);
     }
 
-    /// Number of puts and deletes.
+    /// Deletes every key of `table` in `range` (`a..b`, `a..=b`, `a..`,
+    /// `..b`, `..`), as one entry of the batch. A range whose start is
+    /// after its end is an error (at `Db::write`); an empty range deletes
+    /// nothing.
+    ///
+    /// An LSM table records one range tombstone, whatever the number of
+    /// keys: reads and cursors honour it at once (a cursor seeks past a
+    /// deleted range in each run older than the tombstone, rather than
+    /// stepping through it), and compaction drops the versions it hides and
+    /// then the tombstone. A B-tree table writes a tombstone for each key
+    /// in the range as the batch is applied (the work grows with the keys
+    /// deleted, as in WiredTiger's truncate of a range), and gives their
+    /// space back as leaves are pruned and merged.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let orders = db.create_table("orders", spinney::TableOptions::btree())?;
+    /// let events = db.create_table("events", spinney::TableOptions::lsm())?;
+    /// for i in 0..100u32 {
+    ///     orders.put(format!("c7/{i:03}").as_bytes(), b"order")?;
+    ///     events.put(format!("c7/{i:03}").as_bytes(), b"event")?;
+    /// }
+    /// // Forget customer 7 in both tables, atomically.
+    /// let mut batch = spinney::WriteBatch::new();
+    /// batch.delete_range(&orders, &b"c7/"[..]..&b"c70"[..]);
+    /// batch.delete_range(&events, &b"c7/"[..]..&b"c70"[..]);
+    /// db.write(batch)?;
+    /// assert_eq!(orders.prefix(b"c7/")?.count(), 0);
+    /// assert_eq!(events.prefix(b"c7/")?.count(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&mut self, table: &Table, range: R) {
+        if self.invalid.is_some() {
+            return;
+        }
+        match range_bounds(&range) {
+            Ok(Some((start, end))) => self.add(table, Kind::RangeDelete, &start, &end),
+            Ok(None) => {}
+            Err(why) => {
+                self.invalid = Some(Error::InvalidArgument(format!(
+                    "operation {} of the batch (a range delete in table {:?}): {why}",
+                    self.rep.count() + 1,
+                    table.name()
+                )))
+            }
+        }
+    }
+
+    /// Number of puts, deletes and range deletes.
     pub fn len(&self) -> usize {
         self.rep.count() as usize
     }
@@ -87,12 +139,13 @@ impl WriteBatch {
         if self.invalid.is_some() {
             return;
         }
-        if let Err(e) = self.check(table, key, value) {
+        if let Err(e) = self.check(table, kind, key, value) {
             // Say which operation: the error reaches the caller only at
             // `Db::write`, after every operation was added.
             let op = match kind {
                 Kind::Delete => "delete",
-                _ => "put",
+                Kind::RangeDelete => "range delete",
+                Kind::Put => "put",
             };
             self.invalid = Some(match e {
                 Error::InvalidArgument(why) => Error::InvalidArgument(format!(
@@ -110,8 +163,11 @@ impl WriteBatch {
         self.rep.push(kind, table.core.id(), key, value);
     }
 
-    fn check(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
-        table.check_key(key)?;
+    fn check(&mut self, table: &Table, kind: Kind, key: &[u8], value: &[u8]) -> Result<()> {
+        if kind != Kind::RangeDelete {
+            // (A range's bounds were checked against the largest key.)
+            table.check_key(key)?;
+        }
         if value.len() > limits::VALUE_BYTES_MAX {
             return Err(Error::invalid(format!(
                 "value of {} bytes is larger than the limit of {} bytes",
@@ -135,4 +191,52 @@ impl WriteBatch {
         }
         Ok(())
     }
+}
+
+/// The `[start, end)` of a range of user keys, an empty end for none
+/// above; None for a range that holds no key.
+fn range_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: &R,
+) -> std::result::Result<Option<(Vec<u8>, Vec<u8>)>, String> {
+    let long = |k: &[u8]| {
+        (k.len() > limits::KEY_BYTES_MAX).then(|| {
+            format!(
+                "a bound of {} bytes is longer than the largest key ({} bytes)",
+                k.len(),
+                limits::KEY_BYTES_MAX
+            )
+        })
+    };
+    // The key right after `k`: `k` and a zero byte.
+    let after = |k: &[u8]| {
+        let mut v = k.to_vec();
+        v.push(0);
+        v
+    };
+    let (start, start_key) = match range.start_bound() {
+        Bound::Included(k) => (k.as_ref().to_vec(), Some(k.as_ref())),
+        Bound::Excluded(k) => (after(k.as_ref()), Some(k.as_ref())),
+        Bound::Unbounded => (Vec::new(), None),
+    };
+    let (end, end_key) = match range.end_bound() {
+        Bound::Included(k) => (after(k.as_ref()), Some(k.as_ref())),
+        Bound::Excluded(k) => (k.as_ref().to_vec(), Some(k.as_ref())),
+        Bound::Unbounded => (Vec::new(), None),
+    };
+    for k in [start_key, end_key].into_iter().flatten() {
+        if let Some(why) = long(k) {
+            return Err(why);
+        }
+    }
+    if let (Some(s), Some(e)) = (start_key, end_key) {
+        if s > e {
+            return Err(format!(
+                "the range starts after it ends (\"{}\" > \"{}\")",
+                s.escape_ascii(),
+                e.escape_ascii()
+            ));
+        }
+    }
+    let empty = end_key.is_some() && start >= end;
+    Ok((!empty).then_some((start, end)))
 }

@@ -57,6 +57,16 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
                             entry.key.escape_ascii()
                         )
                     }
+                    crate::mvcc::key::Kind::RangeDelete => {
+                        writeln!(
+                            out,
+                            "  {seqno} delete-range table {} \"{}\" .. \"{}\"{}",
+                            entry.table_id,
+                            entry.key.escape_ascii(),
+                            entry.value.escape_ascii(),
+                            if entry.value.is_empty() { " (to the end)" } else { "" }
+                        )
+                    }
                 }
                 .map_err(w)?;
             }
@@ -178,6 +188,21 @@ fn describe_edit(e: &VersionEdit) -> String {
     }
     for (t, g) in &e.checkpointed {
         parts.push(format!("table {t} checkpointed at generation {g}"));
+    }
+    for (t, r) in &e.range_dels_added {
+        parts.push(format!(
+            "add table {t} range tombstone @{} \"{}\" .. {}",
+            r.seqno,
+            r.start.escape_ascii(),
+            if r.end.is_empty() {
+                "the end".to_string()
+            } else {
+                format!("\"{}\"", r.end.escape_ascii())
+            }
+        ));
+    }
+    for (t, s) in &e.range_dels_dropped {
+        parts.push(format!("drop table {t} range tombstone @{s}"));
     }
     parts.join("; ")
 }

@@ -2,7 +2,7 @@
 //! must give identical results.
 //!
 //! Method: for several seeds, 12,000 random operations over two tables —
-//! puts, deletes, batches spanning both tables, point reads, bounded scans
+//! puts, deletes, range deletes, batches spanning both tables, point reads, bounded scans
 //! in both directions, cursor walks that change direction, snapshots read
 //! later, flushes, checkpoints, compactions of one level and full
 //! compactions, and close/reopen. Small write buffers and level targets make
@@ -104,6 +104,35 @@ fn random_bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
         0 => Bound::Unbounded,
         1 => Bound::Included(random_key(rng)),
         _ => Bound::Excluded(random_key(rng)),
+    }
+}
+
+/// A narrow range of keys (a few dozen of the 600), now and then without
+/// a bound on one side.
+fn random_range(rng: &mut StdRng) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let a = rng.gen_range(0..600u32);
+    let b = a + rng.gen_range(0..40u32);
+    let key = |n: u32| format!("k{n:04}").into_bytes();
+    let lower = match rng.gen_range(0..20) {
+        0 => Bound::Unbounded,
+        1..=5 => Bound::Excluded(key(a)),
+        _ => Bound::Included(key(a)),
+    };
+    let upper = match rng.gen_range(0..20) {
+        0 => Bound::Unbounded,
+        1..=5 => Bound::Included(key(b)),
+        _ => Bound::Excluded(key(b)),
+    };
+    if lower == Bound::Unbounded && upper == Bound::Unbounded {
+        // The whole table now and then is too often.
+        return (Bound::Included(key(a)), Bound::Excluded(key(b)));
+    }
+    (lower, upper)
+}
+
+fn remove_range(model: &mut Model, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) {
+    for (k, _) in in_range(model, lower, upper) {
+        model.remove(&k);
     }
 }
 
@@ -295,7 +324,14 @@ impl Harness {
     fn step(&mut self, rng: &mut StdRng) {
         let t = rng.gen_range(0..2);
         match rng.gen_range(0..101) {
-            0..=34 => {
+            0 => {
+                let (lower, upper) = random_range(rng);
+                self.tables[t]
+                    .delete_range((lower.clone(), upper.clone()))
+                    .expect("delete range");
+                remove_range(&mut self.models[t], &lower, &upper);
+            }
+            1..=34 => {
                 let (k, v) = (random_key(rng), random_value(rng));
                 self.tables[t].put(&k, &v).expect("put");
                 self.models[t].insert(k, v);
@@ -310,7 +346,11 @@ impl Harness {
                 for _ in 0..rng.gen_range(1..20) {
                     let t = rng.gen_range(0..2);
                     let k = random_key(rng);
-                    if rng.gen_bool(0.7) {
+                    if rng.gen_bool(0.03) {
+                        let (lower, upper) = random_range(rng);
+                        batch.delete_range(&self.tables[t], (lower.clone(), upper.clone()));
+                        remove_range(&mut self.models[t], &lower, &upper);
+                    } else if rng.gen_bool(0.7) {
                         let v = random_value(rng);
                         batch.put(&self.tables[t], &k, &v);
                         self.models[t].insert(k, v);

@@ -446,7 +446,8 @@ impl BtreeTable {
                         self.read_value_into(page::value(p, pos), ctx, value)?;
                         Ok(Lookup::Value)
                     }
-                    Kind::Delete => Ok(Lookup::Absent),
+                    // (`parse` gives no range delete.)
+                    Kind::Delete | Kind::RangeDelete => Ok(Lookup::Absent),
                 },
                 Some(_) => Ok(Lookup::Absent),
                 None => Err(self.file.corrupt(leaf.frame.pgno, "bad key trailer")),

@@ -22,9 +22,11 @@ use super::free_space::TreeState;
 use super::page::{self, Value};
 use super::pager::{write_handed_back, write_run, Frame};
 use super::reshape::last_key;
+use super::iter::BtreeIter;
 use super::{BtreeTable, Root};
 use crate::error::Result;
 use crate::mvcc::key::{self, internal_key, KeyRef, Kind};
+use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -88,6 +90,78 @@ impl BtreeTable {
         // cache lock held (see `pager::write_handed_back`).
         write_handed_back(&self.cache);
         applied
+    }
+
+    /// Applies a range delete at `seqno`: a tombstone for each key in
+    /// `[start, end)` (an empty `end`: to the last key) whose newest version
+    /// older than `seqno` is a put. The caller holds `writer()`. The keys
+    /// are found a chunk at a time, with no write while a chunk is read.
+    pub(crate) fn delete_range(
+        table: &Arc<BtreeTable>,
+        st: &mut TreeState,
+        seqno: u64,
+        start: &[u8],
+        end: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        /// Keys found before they are deleted.
+        const CHUNK: usize = 512;
+        let mut from = key::internal_key(start, key::SEQNO_MAX, key::KIND_SEEK);
+        loop {
+            let (keys, done) = table
+                .live_keys(&from, seqno, end, CHUNK)
+                .inspect_err(|e| table.file.fail(&format!("applying a range delete failed: {e}")))?;
+            for k in &keys {
+                table.apply(st, seqno, Kind::Delete, k, &[], horizon)?;
+            }
+            match keys.last() {
+                Some(last) if !done => {
+                    // Past every version of the last key deleted.
+                    from = key::internal_key(last, 0, Kind::Delete);
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Up to `limit` user keys at or after the internal key `from` and
+    /// before `end` whose newest version older than `seqno` is a put, and
+    /// whether the range was read to its end.
+    fn live_keys(
+        self: &Arc<Self>,
+        from: &[u8],
+        seqno: u64,
+        end: &[u8],
+        limit: usize,
+    ) -> Result<(Vec<Vec<u8>>, bool)> {
+        let mut keys = Vec::new();
+        let mut it = BtreeIter::new(Arc::clone(self));
+        it.seek(from);
+        // The key whose version older than `seqno` was met.
+        let mut decided: Vec<u8> = Vec::new();
+        let mut any = false;
+        while it.valid() {
+            let Some(p) = key::ParsedKey::parse(it.key()) else {
+                return Err(self.file.corrupt(0, "entry with a malformed internal key"));
+            };
+            if !end.is_empty() && p.user_key >= end {
+                return Ok((keys, true));
+            }
+            if p.seqno < seqno && !(any && decided == p.user_key) {
+                if keys.len() == limit {
+                    return Ok((keys, false));
+                }
+                decided.clear();
+                decided.extend_from_slice(p.user_key);
+                any = true;
+                if p.kind == Kind::Put {
+                    keys.push(p.user_key.to_vec());
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok((keys, true))
     }
 
     fn apply_entry(

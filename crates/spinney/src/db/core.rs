@@ -101,6 +101,8 @@ impl Core {
                 *l = metas;
             }
         }
+        let tombstones: Vec<_> = t.range_dels.values().cloned().collect();
+        version.change_range_dels(&tombstones, &[]);
         if let Err(detail) = version.check() {
             return Err(Error::corruption(
                 manifest,
@@ -135,6 +137,7 @@ impl Core {
                 let sv = t.super_version();
                 let mut version = (*sv.version).clone();
                 for imm in &sv.imms {
+                    version.change_range_dels(&imm.range_dels(), &[]);
                     let out = write_memtable(imm, &t.sst_options(), &mut || {
                         let n = *next_file_number;
                         *next_file_number += 1;
@@ -142,7 +145,7 @@ impl Core {
                     })?;
                     for (number, info) in &out.files {
                         let meta = FileMeta::new(
-                            file_record(*number, info),
+                            file_record(*number, info, 0),
                             dir.join(sst_name(*number)),
                             Arc::clone(fs),
                             Arc::clone(cache),
@@ -282,10 +285,14 @@ impl Core {
             Core::Lsm(t) => {
                 edit.flushed
                     .push((t.id, t.persisted_seqno.load(Ordering::Acquire)));
-                for (level, files) in t.super_version().version.levels.iter().enumerate() {
+                let version = Arc::clone(&t.super_version().version);
+                for (level, files) in version.levels.iter().enumerate() {
                     for f in files {
                         edit.added.push((t.id, level as u32, f.record.clone()));
                     }
+                }
+                for r in &version.range_dels.list {
+                    edit.range_dels_added.push((t.id, r.clone()));
                 }
             }
             Core::Btree(t) => edit
@@ -429,7 +436,7 @@ pub(crate) enum Applier<'a> {
         recovering: bool,
     },
     Btree {
-        table: &'a BtreeTable,
+        table: &'a Arc<BtreeTable>,
         skip_upto: u64,
         tree: MutexGuard<'a, TreeState>,
     },
@@ -485,6 +492,9 @@ impl Applier<'_> {
                 }
                 mem.add(seqno, kind, key, value);
                 Ok(())
+            }
+            Applier::Btree { table, tree, .. } if kind == Kind::RangeDelete => {
+                BtreeTable::delete_range(table, tree, seqno, key, value, horizon)
             }
             Applier::Btree { table, tree, .. } => {
                 table.apply(tree, seqno, kind, key, value, horizon)

@@ -30,7 +30,7 @@ impl Table {
         upper: Bound<Vec<u8>>,
     ) -> Result<UserCursor<TableIter>> {
         let source = match (&self.core, pin) {
-            (Core::Lsm(t), Pin::Lsm(sv)) => TableIter::Lsm(t.source(sv)?),
+            (Core::Lsm(t), Pin::Lsm(sv)) => TableIter::Lsm(t.source(sv, seqno)?),
             (Core::Btree(t), _) => TableIter::Btree(BtreeIter::new(Arc::clone(t))),
             // An LSM read at a seqno needs the super version held before
             // the seqno was taken (`pin`); a later one may lack versions

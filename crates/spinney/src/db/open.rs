@@ -36,6 +36,7 @@ use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, sst_name, wal_name};
 use crate::fs::Fs;
+use crate::mvcc::range_del::RangeTombstone;
 use crate::manifest::{
     parse_current, start_manifest, write_current, FileRecord, LogStart, TableRecord, VersionEdit,
     CURRENT,
@@ -59,6 +60,8 @@ pub(super) struct TableState {
     /// A B-tree table's newest durable checkpoint generation (0: none
     /// recorded).
     pub(super) checkpoint_generation: u64,
+    /// An LSM table's flushed range tombstones, by seqno.
+    pub(super) range_dels: BTreeMap<u64, RangeTombstone>,
 }
 
 #[derive(Default)]
@@ -105,6 +108,7 @@ impl Recovered {
                     levels,
                     persisted_seqno: 0,
                     checkpoint_generation: 0,
+                    range_dels: BTreeMap::new(),
                 },
             );
         }
@@ -141,6 +145,18 @@ impl Recovered {
         for (id, seqno) in edit.flushed {
             if let Some(t) = self.tables.get_mut(&id) {
                 t.persisted_seqno = t.persisted_seqno.max(seqno);
+            }
+        }
+        for (id, t) in edit.range_dels_added {
+            let table = self
+                .tables
+                .get_mut(&id)
+                .ok_or_else(|| bad(format!("range tombstone added to unknown table {id}")))?;
+            table.range_dels.insert(t.seqno, t);
+        }
+        for (id, seqno) in edit.range_dels_dropped {
+            if let Some(t) = self.tables.get_mut(&id) {
+                t.range_dels.remove(&seqno);
             }
         }
         for (id, generation) in edit.checkpointed {

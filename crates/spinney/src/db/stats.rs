@@ -147,6 +147,10 @@ pub struct Shape {
     pub l0_bytes: u64,
     /// Levels 1 and deeper, each with its file count and bytes (empty ones included).
     pub levels: Vec<ShapeLevel>,
+    /// Range tombstones kept, in the memtables and flushed
+    /// (`WriteBatch::delete_range`): each costs reads a search, until
+    /// compaction drops what it hides and then it.
+    pub range_tombstones: usize,
     /// For a B-tree table, its shape (and the LSM fields are empty).
     pub btree: Option<BtreeShape>,
 }
@@ -218,6 +222,9 @@ impl fmt::Display for Shape {
                 l.bytes
             )?;
         }
+        if self.range_tombstones > 0 {
+            writeln!(f, "{:<10} {:>8}", "range del", self.range_tombstones)?;
+        }
         Ok(())
     }
 }
@@ -284,15 +291,20 @@ fn shape_of(sv: &SuperVersion) -> Shape {
     let v = &sv.version;
     Shape {
         memtable_entries: sv.mem.table.len() as u64,
-        memtable_bytes: sv.mem.table.approximate_bytes() as u64,
+        memtable_bytes: sv.mem.approximate_bytes() as u64,
         immutable_memtables: sv.imms.len(),
         immutable_bytes: sv
             .imms
             .iter()
-            .map(|m| m.table.approximate_bytes() as u64)
+            .map(|m| m.approximate_bytes() as u64)
             .sum(),
         l0_runs: v.level(0).len(),
         l0_bytes: v.level_bytes(0),
+        range_tombstones: v.range_dels.list.len()
+            + std::iter::once(&sv.mem)
+                .chain(&sv.imms)
+                .map(|m| m.range_dels().len())
+                .sum::<usize>(),
         levels: (1..LSM_LEVELS)
             .map(|n| ShapeLevel {
                 level: n,

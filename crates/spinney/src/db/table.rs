@@ -132,6 +132,28 @@ impl Table {
         write::write(&self.db, b, WriteOptions::default())
     }
 
+    /// Deletes every key in `range`: see `WriteBatch::delete_range` for
+    /// what it costs on each kind.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let log = db.create_table("log", spinney::TableOptions::lsm())?;
+    /// for day in ["2026-11-24", "2026-11-25", "2026-11-26"] {
+    ///     log.put(format!("{day}/event").as_bytes(), b"")?;
+    /// }
+    /// log.delete_range(&b"2026-11-24"[..]..&b"2026-11-26"[..])?;
+    /// let left: Vec<_> = log.iter()?.map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+    /// assert_eq!(left, [b"2026-11-26/event"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(self, range);
+        write::write(&self.db, b, WriteOptions::default())
+    }
+
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_at(key, None)

@@ -701,6 +701,7 @@ mod tests {
             largest: internal_key(hi.as_bytes(), number, Kind::Put),
             seqno_min: number,
             seqno_max: number,
+            range_dels_applied: 0,
         };
         Arc::new(FileMeta::new(
             record,

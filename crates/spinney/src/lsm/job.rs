@@ -87,6 +87,7 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
         return Ok(0);
     };
     let persisted_seqno = imm.last_seqno.load(Ordering::Acquire);
+    let range_dels = imm.range_dels();
     let (output, numbers) = with_new_files(host, |new_file| {
         write_memtable(&imm, &table.sst_options(), new_file)
     })?;
@@ -100,21 +101,36 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
             next_file_number: Some(host.next_file_number()),
             last_seqno: Some(host.last_seqno()),
             flushed: vec![(table.id, persisted_seqno)],
+            range_dels_added: range_dels.iter().map(|t| (table.id, t.clone())).collect(),
             ..VersionEdit::default()
         };
         let mut files = Vec::new();
         for (number, info) in &output.files {
-            let record = file_record(*number, info);
+            let record = file_record(*number, info, 0);
             edit.added.push((table.id, 0, record.clone()));
             files.push(Arc::new(host.sst(record)));
         }
-        host.log_and_install(table, &edit, 1, &mut |current| {
+        let flushed = |current: &Version| {
             let mut version = current.clone();
             if let Some(l0) = version.levels.get_mut(0) {
                 for f in &files {
                     l0.insert(0, Arc::clone(f));
                 }
             }
+            version.change_range_dels(&range_dels, &[]);
+            version
+        };
+        // A tombstone over keys no file holds older versions of (a range
+        // already empty) goes at once.
+        edit.range_dels_dropped = flushed(&table.super_version().version)
+            .obsolete_range_dels()
+            .into_iter()
+            .map(|s| (table.id, s))
+            .collect();
+        let dropped: Vec<u64> = edit.range_dels_dropped.iter().map(|&(_, s)| s).collect();
+        host.log_and_install(table, &edit, 1, &mut |current| {
+            let mut version = flushed(current);
+            version.change_range_dels(&[], &dropped);
             Ok(version)
         })?;
         table
@@ -162,6 +178,9 @@ fn with_new_files(
 pub(crate) fn compact(host: &dyn JobHost, table: &LsmTable, c: &Compaction) -> Result<u64> {
     let start = Instant::now();
     let output_level = c.output_level;
+    // Every range tombstone at or below this seqno is in `base` (a flush
+    // installs its tombstones before it stores its seqno).
+    let tombstones_through = table.persisted_seqno.load(Ordering::Acquire);
     let base = Arc::clone(&table.super_version().version);
     let mut edit = VersionEdit {
         next_file_number: Some(host.next_file_number()),
@@ -202,11 +221,16 @@ pub(crate) fn compact(host: &dyn JobHost, table: &LsmTable, c: &Compaction) -> R
         merge.seek_to_first();
         let older = c.older_runs(&base);
         let is_bottom = |uk: &[u8]| !older.may_hold(uk);
+        let horizon = host.horizon();
         let policy = DropPolicy {
-            horizon: &host.horizon(),
+            horizon: &horizon,
             is_bottom: &is_bottom,
+            range_dels: &base.range_dels.fragments,
             drop_shadowed: true,
         };
+        // Every reader is at or above this seqno: the outputs keep no
+        // version that a tombstone of `base` at or below it hides.
+        let applied = horizon.oldest().min(tombstones_through);
         let (output, reserved) = with_new_files(host, |new_file| {
             write_merged(
                 &mut merge,
@@ -220,19 +244,31 @@ pub(crate) fn compact(host: &dyn JobHost, table: &LsmTable, c: &Compaction) -> R
         counts.compaction_bytes_read = output.bytes_read;
         for (number, info) in &output.files {
             counts.compaction_bytes_written += info.file_size;
-            let record = file_record(*number, info);
+            let record = file_record(*number, info, applied);
             edit.added
                 .push((table.id, output_level as u32, record.clone()));
             outputs.push(Arc::new(host.sst(record)));
         }
     }
     let written = counts.compaction_bytes_written;
+    // The tombstones that hide nothing once the outputs replace the inputs.
+    // Deciding on the version of now is safe when it changes before the
+    // install: a flush adds only versions newer than every flushed
+    // tombstone, and another compaction only moves versions its inputs held.
+    edit.range_dels_dropped =
+        apply_compaction(&table.super_version().version, c, outputs.clone())
+            .obsolete_range_dels()
+            .into_iter()
+            .map(|s| (table.id, s))
+            .collect();
+    let dropped: Vec<u64> = edit.range_dels_dropped.iter().map(|&(_, s)| s).collect();
     let result = (|| {
         if !trivial {
             host.sync_dir()?;
         }
         host.log_and_install(table, &edit, 0, &mut |current| {
-            let version = apply_compaction(current, c, outputs.clone());
+            let mut version = apply_compaction(current, c, outputs.clone());
+            version.change_range_dels(&[], &dropped);
             if let Err(detail) = version.check() {
                 return Err(Error::corruption(
                     "(version)",

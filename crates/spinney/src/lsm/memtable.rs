@@ -277,7 +277,7 @@ impl MemTable {
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Option<MemGet> {
         let mut value = Vec::new();
-        self.get_into(user_key, snapshot, &mut value).map(|put| {
+        self.get_into(user_key, snapshot, 0, &mut value).map(|put| {
             if put {
                 MemGet::Value(value)
             } else {
@@ -288,11 +288,13 @@ impl MemTable {
 
     /// The newest entry for `user_key` with seqno <= `snapshot`: None if
     /// the memtable has none, `Some(true)` for a put (its value appended
-    /// to `value`), `Some(false)` for a delete.
+    /// to `value`), `Some(false)` for a delete, or for any entry older than
+    /// `floor` (a range tombstone's seqno: it hides them).
     pub(crate) fn get_into(
         &self,
         user_key: &[u8],
         snapshot: u64,
+        floor: u64,
         value: &mut Vec<u8>,
     ) -> Option<bool> {
         if self
@@ -326,11 +328,11 @@ impl MemTable {
             return None;
         }
         match parsed.kind {
-            Kind::Put => {
+            Kind::Put if parsed.seqno > floor => {
                 value.extend_from_slice(node.value());
                 Some(true)
             }
-            Kind::Delete => Some(false),
+            _ => Some(false),
         }
     }
 
@@ -868,7 +870,7 @@ mod tests {
         }
         Some(match parsed.kind {
             Kind::Put => MemGet::Value(v.clone()),
-            Kind::Delete => MemGet::Deleted,
+            Kind::Delete | Kind::RangeDelete => MemGet::Deleted,
         })
     }
 

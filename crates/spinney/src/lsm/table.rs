@@ -7,10 +7,10 @@
 //! compactions run on the database's background worker and publish their
 //! result by swapping in a new `SuperVersion`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::compaction::{self, Busy, OutputRange};
 use super::memtable::{self, MemTable};
@@ -24,6 +24,7 @@ use crate::manifest::FileRecord;
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{Kind, ParsedKey};
 use crate::mvcc::merge::MergingIter;
+use crate::mvcc::range_del::{Fragments, RangeTombstone, Skipping};
 use crate::mvcc::Horizon;
 use crate::options::{CompactionStyle, TableOptions};
 use crate::read_context::{self, ReadContext};
@@ -35,6 +36,10 @@ pub(crate) struct Mem {
     pub first_seqno: AtomicU64,
     /// Seqno of the last entry added.
     pub last_seqno: AtomicU64,
+    /// The range tombstones added, oldest first (`mvcc::range_del`).
+    range_dels: RwLock<Vec<RangeTombstone>>,
+    /// Their bytes, counted in the memtable's size; 0 while none.
+    range_del_bytes: AtomicUsize,
 }
 
 impl Mem {
@@ -50,6 +55,8 @@ impl Mem {
             table: Arc::new(MemTable::new(filter_bytes)),
             first_seqno: AtomicU64::new(u64::MAX),
             last_seqno: AtomicU64::new(0),
+            range_dels: RwLock::new(Vec::new()),
+            range_del_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -59,11 +66,52 @@ impl Mem {
 
     /// Adds an entry. Callers serialise adds (the commit leader, recovery).
     pub(crate) fn add(&self, seqno: u64, kind: Kind, user_key: &[u8], value: &[u8]) {
-        self.table.add(seqno, kind, user_key, value);
+        if kind == Kind::RangeDelete {
+            let t = RangeTombstone {
+                seqno,
+                start: user_key.to_vec(),
+                end: value.to_vec(),
+            };
+            self.range_del_bytes.fetch_add(t.charge(), Ordering::Release);
+            self.range_dels.write().push(t);
+        } else {
+            self.table.add(seqno, kind, user_key, value);
+        }
         self.last_seqno.store(seqno, Ordering::Release);
         if self.first_seqno.load(Ordering::Relaxed) == u64::MAX {
             self.first_seqno.store(seqno, Ordering::Release);
         }
+    }
+
+    /// Bytes held: the entries' arena and the range tombstones.
+    pub(crate) fn approximate_bytes(&self) -> usize {
+        self.table.approximate_bytes() + self.range_del_bytes.load(Ordering::Relaxed)
+    }
+
+    fn has_range_dels(&self) -> bool {
+        self.range_del_bytes.load(Ordering::Acquire) > 0
+    }
+
+    /// The range tombstones added so far.
+    pub(crate) fn range_dels(&self) -> Vec<RangeTombstone> {
+        if !self.has_range_dels() {
+            return Vec::new();
+        }
+        self.range_dels.read().clone()
+    }
+
+    /// The newest tombstone at or below `snapshot` over `user_key`, or 0.
+    fn covering(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        if !self.has_range_dels() {
+            return 0;
+        }
+        self.range_dels
+            .read()
+            .iter()
+            .filter(|t| t.seqno <= snapshot && t.covers(user_key))
+            .map(|t| t.seqno)
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -97,6 +145,34 @@ impl Pressure {
 }
 
 impl SuperVersion {
+    /// The seqno of the newest range tombstone at or below `snapshot` over
+    /// `user_key`, in any of the trees, or 0: the versions older than it
+    /// are deleted for a reader at `snapshot`.
+    pub(crate) fn covering(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        let mut newest = self.version.range_dels.fragments.covering(user_key, snapshot);
+        for mem in std::iter::once(&self.mem).chain(&self.imms) {
+            newest = newest.max(mem.covering(user_key, snapshot));
+        }
+        newest
+    }
+
+    /// The tombstones a reader at `snapshot` sees, as fragments; empty
+    /// (the common case) when there are none.
+    pub(crate) fn fragments_at(&self, snapshot: u64) -> Fragments {
+        let mut mems = std::iter::once(&self.mem).chain(&self.imms);
+        if self.version.range_dels.is_empty() && !mems.any(|m| m.has_range_dels()) {
+            return Fragments::default();
+        }
+        let mems: Vec<Vec<RangeTombstone>> = std::iter::once(&self.mem)
+            .chain(&self.imms)
+            .map(|m| m.range_dels())
+            .collect();
+        Fragments::build(
+            self.version.range_dels.list.iter().chain(mems.iter().flatten()),
+            snapshot,
+        )
+    }
+
     /// The smallest seqno held only in memory, if any.
     pub(crate) fn oldest_unflushed_seqno(&self) -> Option<u64> {
         let first = self
@@ -170,7 +246,7 @@ impl LsmTable {
     /// Whether `mem` has reached the write buffer size (a commit group, or
     /// recovery, freezes it before adding more).
     pub(crate) fn memtable_full(&self, mem: &Mem) -> bool {
-        mem.table.approximate_bytes() >= self.options.write_buffer_size
+        mem.approximate_bytes() >= self.options.write_buffer_size
     }
 
     /// Freezes the active memtable (if it holds anything) and starts a new one.
@@ -236,13 +312,16 @@ impl LsmTable {
         });
         let sv = self.super_version();
         let snapshot = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
+        let floor = sv.covering(user_key, snapshot);
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
-            if let Some(put) = mem.table.get_into(user_key, snapshot, value) {
+            if let Some(put) = mem.table.get_into(user_key, snapshot, floor, value) {
                 return Ok(put);
             }
         }
         let mut counts = ReadContext::default();
-        let found = sv.version.get_into(user_key, snapshot, &mut counts, value);
+        let found = sv
+            .version
+            .get_into(user_key, snapshot, floor, &mut counts, value);
         read_context::add(&counts);
         if counts.bloom_checks > 0 {
             self.bloom_checks.add(counts.bloom_checks);
@@ -251,24 +330,32 @@ impl LsmTable {
         Ok(found? == Some(true))
     }
 
-    /// The seqno of the newest entry for `user_key` (a put or a delete) in
-    /// any of the table's trees, if one is there.
+    /// The seqno of the newest write of `user_key` (a put, a delete or a
+    /// range tombstone over it) in any of the table's trees, if one is
+    /// there.
     pub(crate) fn newest_seqno(&self, user_key: &[u8]) -> Result<Option<u64>> {
         let sv = self.super_version();
+        let range = sv.covering(user_key, u64::MAX);
+        let newest = |s: u64| Ok(Some(s.max(range)));
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter().rev()) {
             if let Some(seqno) = mem.table.newest_seqno(user_key) {
-                return Ok(Some(seqno));
+                return newest(seqno);
             }
         }
         let mut counts = ReadContext::default();
         let found = sv.version.newest_seqno(user_key, &mut counts);
         read_context::add(&counts);
-        found
+        match found? {
+            Some(seqno) => newest(seqno),
+            None => Ok((range > 0).then_some(range)),
+        }
     }
 
     /// The merge of every tree of `sv`: memtables (newest first), then the
-    /// runs of its version; a user cursor over it reads the table.
-    pub(crate) fn source(&self, sv: &SuperVersion) -> Result<MergingIter> {
+    /// runs of its version; a user cursor at `snapshot` over it reads the
+    /// table. When range tombstones are there, each tree leaves out what
+    /// they hide from that snapshot.
+    pub(crate) fn source(&self, sv: &SuperVersion, snapshot: u64) -> Result<MergingIter> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.table.iter()));
         for imm in sv.imms.iter().rev() {
@@ -278,6 +365,22 @@ impl LsmTable {
         // looks at what they cost (`compaction::pick`).
         let charge_reads = self.options.compaction.style == CompactionStyle::Leveled;
         sv.version.add_iterators(&mut children, charge_reads)?;
+        let fragments = sv.fragments_at(snapshot);
+        if !fragments.is_empty() {
+            let fragments = Arc::new(fragments);
+            let newest = std::iter::once(&sv.mem)
+                .chain(sv.imms.iter().rev())
+                .map(|m| m.last_seqno.load(Ordering::Acquire))
+                .chain(sv.version.run_newest());
+            children = children
+                .into_iter()
+                .zip(newest)
+                .map(|(child, newest)| {
+                    Box::new(Skipping::new(child, Arc::clone(&fragments), newest))
+                        as Box<dyn InternalIterator>
+                })
+                .collect();
+        }
         Ok(MergingIter::new(children))
     }
 
@@ -365,6 +468,9 @@ pub(crate) struct DropPolicy<'a> {
     pub horizon: &'a Horizon,
     /// True when no deeper level may hold `user_key`, so a tombstone can go.
     pub is_bottom: &'a dyn Fn(&[u8]) -> bool,
+    /// The range tombstones of the version the inputs are from: a version
+    /// one of them hides from every reader goes.
+    pub range_dels: &'a Fragments,
     /// False for flushes: every entry is written.
     pub drop_shadowed: bool,
 }
@@ -404,9 +510,21 @@ pub(crate) fn write_merged(
         }
         let mut drop = false;
         if policy.drop_shadowed {
-            if !policy.horizon.needed(parsed.seqno, last_seqno_for_key) {
-                // No reader's seqno falls between this version and the
-                // next newer one of its key.
+            // Readers from the next newer version of the key on, or from
+            // the oldest range tombstone newer than this version, do not
+            // see it.
+            let hidden_from = if policy.range_dels.is_empty() {
+                last_seqno_for_key
+            } else {
+                last_seqno_for_key.min(
+                    policy
+                        .range_dels
+                        .hidden_from(parsed.user_key, parsed.seqno),
+                )
+            };
+            if !policy.horizon.needed(parsed.seqno, hidden_from) {
+                // No reader's seqno falls between this version and what
+                // hides it.
                 drop = true;
             } else if parsed.kind == Kind::Delete
                 && policy.horizon.tombstone_droppable(parsed.seqno)
@@ -447,13 +565,15 @@ pub(crate) fn write_memtable(
     let keep_all = DropPolicy {
         horizon: &Horizon::default(),
         is_bottom: &never,
+        range_dels: &Fragments::default(),
         drop_shadowed: false,
     };
     write_merged(&mut iter, options, u64::MAX, &keep_all, new_file)
 }
 
-/// The manifest record of a finished SST.
-pub(crate) fn file_record(number: u64, info: &SstInfo) -> FileRecord {
+/// The manifest record of a finished SST, which holds no version that a
+/// range tombstone at or below `range_dels_applied` hides.
+pub(crate) fn file_record(number: u64, info: &SstInfo, range_dels_applied: u64) -> FileRecord {
     FileRecord {
         number,
         size: info.file_size,
@@ -462,5 +582,6 @@ pub(crate) fn file_record(number: u64, info: &SstInfo) -> FileRecord {
         largest: info.largest.clone(),
         seqno_min: info.seqno_min,
         seqno_max: info.seqno_max,
+        range_dels_applied,
     }
 }

@@ -23,6 +23,7 @@ use crate::limits::LSM_LEVELS;
 use crate::manifest::FileRecord;
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{self, compare, Kind, ParsedKey};
+use crate::mvcc::range_del::{Fragments, RangeTombstone};
 use crate::read_context::ReadContext;
 
 /// One SST of a table, as the version knows it.
@@ -120,13 +121,85 @@ impl FileMeta {
 pub(crate) struct Version {
     /// `levels[0]` is L0, newest run first; the others are sorted by key.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
+    /// The flushed range tombstones (`mvcc::range_del`).
+    pub range_dels: Arc<RangeDels>,
+}
+
+/// A version's range tombstones: oldest first, and cut into fragments.
+#[derive(Debug, Default)]
+pub(crate) struct RangeDels {
+    pub list: Vec<RangeTombstone>,
+    pub fragments: Fragments,
+}
+
+impl RangeDels {
+    fn of(mut list: Vec<RangeTombstone>) -> RangeDels {
+        list.sort_by_key(|t| t.seqno);
+        list.dedup_by_key(|t| t.seqno);
+        let fragments = Fragments::build(&list, u64::MAX);
+        RangeDels { list, fragments }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
 }
 
 impl Version {
     pub(crate) fn empty() -> Version {
         Version {
             levels: vec![Vec::new(); LSM_LEVELS],
+            range_dels: Arc::default(),
         }
+    }
+
+    /// Adds the tombstones `added` and takes away those of the seqnos in
+    /// `dropped` (a tombstone added twice or dropped when absent changes
+    /// nothing: jobs decide on the version they started from).
+    pub(crate) fn change_range_dels(&mut self, added: &[RangeTombstone], dropped: &[u64]) {
+        if added.is_empty() && !self.range_dels.list.iter().any(|t| dropped.contains(&t.seqno)) {
+            return;
+        }
+        let list = self
+            .range_dels
+            .list
+            .iter()
+            .filter(|t| !dropped.contains(&t.seqno))
+            .chain(added)
+            .cloned()
+            .collect();
+        self.range_dels = Arc::new(RangeDels::of(list));
+    }
+
+    /// The seqnos of the tombstones that hide nothing any more: no file
+    /// whose keys reach into the range holds a version older than the
+    /// tombstone that it did not drop already (`range_dels_applied`).
+    /// Versions in memtables are all newer than a flushed tombstone.
+    pub(crate) fn obsolete_range_dels(&self) -> Vec<u64> {
+        self.range_dels
+            .list
+            .iter()
+            .filter(|t| {
+                self.files().all(|f| {
+                    f.record.seqno_min > t.seqno
+                        || f.record.range_dels_applied >= t.seqno
+                        || !t.overlaps(f.smallest_user_key(), f.largest_user_key())
+                })
+            })
+            .map(|t| t.seqno)
+            .collect()
+    }
+
+    /// The largest seqno of each iterator `add_iterators` makes, in its
+    /// order.
+    pub(crate) fn run_newest(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = self.level(0).iter().map(|f| f.record.seqno_max).collect();
+        for level in self.levels.iter().skip(1) {
+            if !level.is_empty() {
+                out.push(level.iter().map(|f| f.record.seqno_max).max().unwrap_or(0));
+            }
+        }
+        out
     }
 
     pub(crate) fn level(&self, n: usize) -> &[Arc<FileMeta>] {
@@ -143,12 +216,14 @@ impl Version {
 
     /// The newest entry for `user_key` visible at `snapshot`: None if the
     /// files hold none, `Some(true)` for a put (its value appended to
-    /// `value`), `Some(false)` for a delete. The work done (files searched,
-    /// bloom checks, blocks) is added to `counts`.
+    /// `value`), `Some(false)` for a delete or an entry older than `floor`
+    /// (a range tombstone's seqno). The work done (files searched, bloom
+    /// checks, blocks) is added to `counts`.
     pub(crate) fn get_into(
         &self,
         user_key: &[u8],
         snapshot: u64,
+        floor: u64,
         counts: &mut ReadContext,
         value: &mut Vec<u8>,
     ) -> Result<Option<bool>> {
@@ -160,7 +235,7 @@ impl Version {
         let mut charged = false;
         for file in self.candidates(user_key, &seek) {
             let negatives = counts.bloom_negatives;
-            let found = lookup_in_file(file, &seek, user_key, counts, value)?;
+            let found = lookup_in_file(file, &seek, user_key, floor, counts, value)?;
             // A file its filter ruled out cost no block read.
             let read = counts.bloom_negatives == negatives;
             if read {
@@ -315,13 +390,17 @@ fn lookup_in_file(
     file: &FileMeta,
     seek: &[u8],
     user_key: &[u8],
+    floor: u64,
     counts: &mut ReadContext,
     value: &mut Vec<u8>,
 ) -> Result<Option<bool>> {
     let sst = file.sst()?;
     counts.trees_searched += 1;
     let found = sst.find_counted(seek, user_key, counts, |ikey, v| {
-        let kind = ParsedKey::parse(ikey).map(|k| k.kind);
+        let kind = ParsedKey::parse(ikey).map(|k| match k.kind {
+            Kind::Put if k.seqno < floor => Kind::Delete,
+            kind => kind,
+        });
         if kind == Some(Kind::Put) {
             value.extend_from_slice(v);
         }

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name};
 use crate::fs::Fs;
 use crate::limits;
+use crate::mvcc::range_del::RangeTombstone;
 use crate::options::{CompactionOptions, CompactionStyle, Compression, TableKind, TableOptions};
 use crate::wal::writer::LogWriter;
 
@@ -42,6 +43,8 @@ mod tag {
     pub const FLUSHED_SEQNO: u32 = 9;
     pub const CHECKPOINT: u32 = 10;
     pub const LOG_START: u32 = 11;
+    pub const ADD_RANGE_DEL: u32 = 12;
+    pub const DROP_RANGE_DEL: u32 = 13;
 }
 
 /// A table as the catalog records it.
@@ -62,6 +65,9 @@ pub(crate) struct FileRecord {
     pub largest: Vec<u8>,
     pub seqno_min: u64,
     pub seqno_max: u64,
+    /// The file holds no version that a range tombstone at or below this
+    /// seqno hides (its compaction dropped them); 0 if not known.
+    pub range_dels_applied: u64,
 }
 
 /// Where the log starts: its oldest segment, and the seqno its records
@@ -96,6 +102,11 @@ pub(crate) struct VersionEdit {
     /// (table id, generation): the B-tree table's checkpoint of this
     /// generation is durable, so an older header slot may not be used.
     pub checkpointed: Vec<(u32, u64)>,
+    /// (table id, tombstone): a flushed range tombstone of an LSM table.
+    pub range_dels_added: Vec<(u32, RangeTombstone)>,
+    /// (table id, seqno): the range tombstone of that seqno hides nothing
+    /// any more.
+    pub range_dels_dropped: Vec<(u32, u64)>,
 }
 
 fn put_field(dst: &mut Vec<u8>, tag: u32, payload: &[u8]) {
@@ -194,6 +205,9 @@ impl VersionEdit {
                 put_length_prefixed(p, &f.largest);
                 put_varint64(p, f.seqno_min);
                 put_varint64(p, f.seqno_max);
+                if f.range_dels_applied > 0 {
+                    put_varint64(p, f.range_dels_applied);
+                }
             });
         }
         for &(table, level, number) in &self.deleted {
@@ -213,6 +227,20 @@ impl VersionEdit {
             field(&mut out, tag::CHECKPOINT, &|p| {
                 put_varint32(p, table);
                 put_varint64(p, generation);
+            });
+        }
+        for (table, t) in &self.range_dels_added {
+            field(&mut out, tag::ADD_RANGE_DEL, &|p| {
+                put_varint32(p, *table);
+                put_varint64(p, t.seqno);
+                put_length_prefixed(p, &t.start);
+                put_length_prefixed(p, &t.end);
+            });
+        }
+        for &(table, seqno) in &self.range_dels_dropped {
+            field(&mut out, tag::DROP_RANGE_DEL, &|p| {
+                put_varint32(p, table);
+                put_varint64(p, seqno);
             });
         }
         out
@@ -272,6 +300,25 @@ impl VersionEdit {
                     let table = p.varint32().map_err(shift)?;
                     let generation = p.varint64().map_err(shift)?;
                     edit.checkpointed.push((table, generation));
+                }
+                tag::ADD_RANGE_DEL => {
+                    let table = p.varint32().map_err(shift)?;
+                    let seqno = p.varint64().map_err(shift)?;
+                    let start = p
+                        .length_prefixed(limits::KEY_BYTES_MAX + 1, "range delete start")
+                        .map_err(shift)?
+                        .to_vec();
+                    let end = p
+                        .length_prefixed(limits::KEY_BYTES_MAX + 1, "range delete end")
+                        .map_err(shift)?
+                        .to_vec();
+                    edit.range_dels_added
+                        .push((table, RangeTombstone { seqno, start, end }));
+                }
+                tag::DROP_RANGE_DEL => {
+                    let table = p.varint32().map_err(shift)?;
+                    let seqno = p.varint64().map_err(shift)?;
+                    edit.range_dels_dropped.push((table, seqno));
                 }
                 _ => {
                     return Err(DecodeError {
@@ -413,6 +460,8 @@ fn decode_file(p: &mut Decoder<'_>) -> Result<FileRecord, DecodeError> {
         .to_vec();
     let seqno_min = p.varint64()?;
     let seqno_max = p.varint64()?;
+    // Written only when known (and absent before range deletes existed).
+    let range_dels_applied = if p.is_empty() { 0 } else { p.varint64()? };
     Ok(FileRecord {
         number,
         size,
@@ -421,6 +470,7 @@ fn decode_file(p: &mut Decoder<'_>) -> Result<FileRecord, DecodeError> {
         largest,
         seqno_min,
         seqno_max,
+        range_dels_applied,
     })
 }
 
@@ -525,11 +575,21 @@ mod tests {
                     largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
                     seqno_min: 1,
                     seqno_max: 10,
+                    range_dels_applied: 8,
                 },
             )],
             deleted: vec![(2, 1, 5)],
             flushed: vec![(2, 10)],
             checkpointed: vec![(3, 7)],
+            range_dels_added: vec![(
+                2,
+                RangeTombstone {
+                    seqno: 9,
+                    start: b"b".to_vec(),
+                    end: Vec::new(),
+                },
+            )],
+            range_dels_dropped: vec![(2, 4)],
         }
     }
 

@@ -149,7 +149,8 @@ impl<I: InternalIterator> UserCursor<I> {
             }
             if p.seqno <= self.snapshot && !(skipping && key::equal_bytes(p.user_key, &self.key)) {
                 match p.kind {
-                    Kind::Delete => {
+                    // (`parse` gives no range delete.)
+                    Kind::Delete | Kind::RangeDelete => {
                         self.key.clear();
                         self.key.extend_from_slice(p.user_key);
                         skipping = true;

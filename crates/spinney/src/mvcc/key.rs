@@ -26,6 +26,10 @@ pub(crate) enum Kind {
     Delete = 0,
     /// The key was set to the entry's value.
     Put = 1,
+    /// Every key from the entry's key up to its value (exclusive; an empty
+    /// value: to the end) was deleted. Only in the log's batches: never in
+    /// an internal key (`mvcc::range_del`).
+    RangeDelete = 2,
 }
 
 /// The kind used in seek targets: the largest kind, so that a seek to
@@ -37,6 +41,7 @@ impl Kind {
         match v {
             0 => Some(Kind::Delete),
             1 => Some(Kind::Put),
+            2 => Some(Kind::RangeDelete),
             _ => None,
         }
     }
@@ -96,6 +101,9 @@ impl<'a> ParsedKey<'a> {
         let (user_key, trailer) = ikey.split_at(split);
         let trailer = u64::from_le_bytes(trailer.try_into().ok()?);
         let kind = Kind::from_u8((trailer & 0xFF) as u8)?;
+        if kind == Kind::RangeDelete {
+            return None;
+        }
         Some(ParsedKey {
             user_key,
             seqno: trailer >> 8,

@@ -15,5 +15,6 @@ pub(crate) mod horizon;
 pub(crate) mod iter;
 pub(crate) mod key;
 pub(crate) mod merge;
+pub(crate) mod range_del;
 
 pub(crate) use horizon::Horizon;

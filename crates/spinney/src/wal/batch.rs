@@ -66,7 +66,7 @@ impl BatchRep {
         put_u8(&mut self.bytes, kind as u8);
         put_varint32(&mut self.bytes, table_id);
         put_length_prefixed(&mut self.bytes, key);
-        if kind == Kind::Put {
+        if kind != Kind::Delete {
             put_length_prefixed(&mut self.bytes, value);
         }
         self.count += 1;
@@ -129,12 +129,22 @@ impl<'a> BatchEntries<'a> {
         let table_id = self.d.varint32()?;
         let key = self
             .d
-            .length_prefixed(limits::KEY_BYTES_MAX, "batch entry key")?;
+            .length_prefixed(limits::KEY_BYTES_MAX + 1, "batch entry key")?;
+        if key.len() > limits::KEY_BYTES_MAX && kind != Kind::RangeDelete {
+            return Err(DecodeError {
+                offset: at,
+                what: "batch entry key longer than the limit",
+            });
+        }
         let value = match kind {
             Kind::Put => self
                 .d
                 .length_prefixed(limits::VALUE_BYTES_MAX, "batch entry value")?,
             Kind::Delete => &[],
+            // The range's end: a bound one byte past the longest key.
+            Kind::RangeDelete => self
+                .d
+                .length_prefixed(limits::KEY_BYTES_MAX + 1, "range delete end")?,
         };
         Ok(BatchEntry {
             kind,

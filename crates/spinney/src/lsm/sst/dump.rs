@@ -34,7 +34,7 @@ pub(crate) fn format_key(ikey: &[u8]) -> String {
             p.seqno,
             match p.kind {
                 Kind::Put => "put",
-                Kind::Delete => "del",
+                Kind::Delete | Kind::RangeDelete => "del",
             }
         ),
         None => format!("<malformed key \"{}\">", escape(ikey)),

@@ -44,7 +44,7 @@ fn sample_entries(users: usize) -> Entries {
                 Kind::Put
             };
             let value = match kind {
-                Kind::Delete => Vec::new(),
+                Kind::Delete | Kind::RangeDelete => Vec::new(),
                 Kind::Put => format!("value {u} version {v} ")
                     .repeat(1 + (u % 11))
                     .into_bytes(),
