@@ -69,6 +69,10 @@ pub enum Benchmark {
     SeekRandom,
     /// Delete `num` random keys.
     DeleteRandom,
+    /// Delete `num / range_tombstone_width` ranges of
+    /// `--range_tombstone_width` keys, each from a random key, one range a
+    /// commit (an engine without range deletes reports it not supported).
+    DeleteRange,
     /// `Db::flush`.
     Flush,
     /// Compact the whole key range (`Table::compact_all`).
@@ -91,7 +95,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order `--help` lists them.
-    pub const ALL: [Benchmark; 21] = [
+    pub const ALL: [Benchmark; 22] = [
         Benchmark::FillSeq,
         Benchmark::FillSeqBatch,
         Benchmark::FillRandom,
@@ -104,6 +108,7 @@ impl Benchmark {
         Benchmark::ReadWhileWriting,
         Benchmark::SeekRandom,
         Benchmark::DeleteRandom,
+        Benchmark::DeleteRange,
         Benchmark::Flush,
         Benchmark::Compact,
         Benchmark::Compact0,
@@ -130,6 +135,7 @@ impl Benchmark {
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::DeleteRange => "deleterange",
             Benchmark::Flush => "flush",
             Benchmark::Compact => "compact",
             Benchmark::Compact0 => "compact0",
@@ -207,6 +213,7 @@ impl Benchmark {
                 | Benchmark::FillBatch
                 | Benchmark::Overwrite
                 | Benchmark::DeleteRandom
+                | Benchmark::DeleteRange
         )
     }
 
@@ -226,6 +233,7 @@ impl Benchmark {
             | Benchmark::ReadWhileWriting => "read",
             Benchmark::SeekRandom => "seek",
             Benchmark::DeleteRandom => "delete",
+            Benchmark::DeleteRange => "range delete",
             _ => "op",
         }
     }
@@ -294,6 +302,8 @@ pub struct Config {
     pub durability: Durability,
     /// Steps after each seek of seekrandom.
     pub seek_nexts: usize,
+    /// Keys in each range deleterange deletes (db_bench's name).
+    pub range_tombstone_width: u64,
     /// Print the latency histogram after each benchmark.
     pub histogram: bool,
     /// A progress line every this many operations (db_bench's meaning);
@@ -369,6 +379,7 @@ impl Default for Config {
             use_existing_db: false,
             durability: Durability::Normal,
             seek_nexts: 0,
+            range_tombstone_width: 100,
             histogram: false,
             stats_interval_ops: 0,
             stats_interval: None,
@@ -598,6 +609,7 @@ impl Config {
                 u8::from(self.durability == Durability::Off)
             ),
             format!("--seek_nexts={}", self.seek_nexts),
+            format!("--range_tombstone_width={}", self.range_tombstone_width),
             format!("--histogram={}", u8::from(self.histogram)),
             format!("--stats_interval={}", self.stats_interval_ops),
             format!(
@@ -835,6 +847,9 @@ struct Flags {
     /// Steps (next) after each seek of seekrandom.
     #[arg(long, default_value_t = 0)]
     seek_nexts: usize,
+    /// Keys in each range that deleterange deletes.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    range_tombstone_width: u64,
     /// 1 to print the latency histogram of each benchmark.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
     histogram: bool,
@@ -989,6 +1004,7 @@ impl Flags {
             use_existing_db: self.use_existing_db,
             durability,
             seek_nexts: self.seek_nexts,
+            range_tombstone_width: self.range_tombstone_width,
             histogram: self.histogram,
             stats_interval_ops: self.stats_interval,
             stats_interval: seconds("stats_interval_seconds", self.stats_interval_seconds)?,
@@ -1220,6 +1236,7 @@ mod tests {
             "--db=/tmp/x y",
             "--sync=1",
             "--seek_nexts=4",
+            "--range_tombstone_width=7",
             "--histogram=1",
             "--stats_interval=10",
             "--stats_interval_seconds=0.25",

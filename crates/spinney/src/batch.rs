@@ -193,11 +193,14 @@ impl WriteBatch {
     }
 }
 
-/// The `[start, end)` of a range of user keys, an empty end for none
-/// above; None for a range that holds no key.
+/// A range of user keys as `[start, end)`, an empty end for none above.
+type KeyRange = (Vec<u8>, Vec<u8>);
+
+/// The `[start, end)` of a range of user keys; None for a range that holds
+/// no key.
 fn range_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
     range: &R,
-) -> std::result::Result<Option<(Vec<u8>, Vec<u8>)>, String> {
+) -> std::result::Result<Option<KeyRange>, String> {
     let long = |k: &[u8]| {
         (k.len() > limits::KEY_BYTES_MAX).then(|| {
             format!(

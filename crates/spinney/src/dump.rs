@@ -64,7 +64,11 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
                             entry.table_id,
                             entry.key.escape_ascii(),
                             entry.value.escape_ascii(),
-                            if entry.value.is_empty() { " (to the end)" } else { "" }
+                            if entry.value.is_empty() {
+                                " (to the end)"
+                            } else {
+                                ""
+                            }
                         )
                     }
                 }

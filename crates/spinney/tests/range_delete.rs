@@ -51,7 +51,16 @@ fn check(t: &Table, n: u32, lo: u32, hi: u32) {
     let mut back = keys(t.iter().expect("iter").rev());
     back.reverse();
     assert_eq!(back, want, "{} backward", t.name());
-    for i in [0, lo.saturating_sub(1), lo, lo + 1, (lo + hi) / 2, hi - 1, hi, n - 1] {
+    for i in [
+        0,
+        lo.saturating_sub(1),
+        lo,
+        lo + 1,
+        (lo + hi) / 2,
+        hi - 1,
+        hi,
+        n - 1,
+    ] {
         let found = t.get(&key(i)).expect("get").is_some();
         assert_eq!(found, i < lo || i >= hi, "{} get {i}", t.name());
     }
@@ -153,17 +162,42 @@ fn bounds_of_every_shape() {
                 .collect()
         };
         let cases: Vec<(Bound<&str>, Bound<&str>, Vec<&str>)> = vec![
-            (Bound::Included("b"), Bound::Excluded("d"), vec!["", "a", "d", "e"]),
-            (Bound::Excluded("b"), Bound::Included("d"), vec!["", "a", "b", "e"]),
-            (Bound::Unbounded, Bound::Excluded("b"), vec!["b", "b\0", "c", "d", "e"]),
-            (Bound::Included("c"), Bound::Unbounded, vec!["", "a", "b", "b\0"]),
+            (
+                Bound::Included("b"),
+                Bound::Excluded("d"),
+                vec!["", "a", "d", "e"],
+            ),
+            (
+                Bound::Excluded("b"),
+                Bound::Included("d"),
+                vec!["", "a", "b", "e"],
+            ),
+            (
+                Bound::Unbounded,
+                Bound::Excluded("b"),
+                vec!["b", "b\0", "c", "d", "e"],
+            ),
+            (
+                Bound::Included("c"),
+                Bound::Unbounded,
+                vec!["", "a", "b", "b\0"],
+            ),
             (Bound::Unbounded, Bound::Unbounded, vec![]),
-            (Bound::Included("c"), Bound::Excluded("c"), vec!["", "a", "b", "b\0", "c", "d", "e"]),
-            (Bound::Included(""), Bound::Included(""), vec!["a", "b", "b\0", "c", "d", "e"]),
+            (
+                Bound::Included("c"),
+                Bound::Excluded("c"),
+                vec!["", "a", "b", "b\0", "c", "d", "e"],
+            ),
+            (
+                Bound::Included(""),
+                Bound::Included(""),
+                vec!["a", "b", "b\0", "c", "d", "e"],
+            ),
         ];
         for (lo, hi, want) in cases {
             all();
-            let range: (Bound<&[u8]>, Bound<&[u8]>) = (lo.map(str::as_bytes), hi.map(str::as_bytes));
+            let range: (Bound<&[u8]>, Bound<&[u8]>) =
+                (lo.map(str::as_bytes), hi.map(str::as_bytes));
             t.delete_range::<&[u8], _>(range).expect("delete range");
             assert_eq!(left(&t), want, "{kind:?} {lo:?}..{hi:?}");
             t.delete_range::<&[u8], _>(..).expect("clear");
@@ -171,9 +205,14 @@ fn bounds_of_every_shape() {
         // A range that starts after it ends is an error, and writes nothing.
         all();
         let e = t.delete_range(&b"d"[..]..&b"b"[..]).expect_err("inverted");
-        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("starts after it ends")), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("starts after it ends")),
+            "{e}"
+        );
         let long = vec![b'x'; spinney::limits::KEY_BYTES_MAX + 1];
-        let e = t.delete_range(&b"a"[..]..&long[..]).expect_err("long bound");
+        let e = t
+            .delete_range(&b"a"[..]..&long[..])
+            .expect_err("long bound");
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert_eq!(left(&t).len(), 7);
     }
@@ -183,12 +222,15 @@ fn bounds_of_every_shape() {
 fn a_scan_seeks_past_a_deleted_range_of_older_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    let t = db.create_table("t", options(TableKind::Lsm)).expect("table");
+    let t = db
+        .create_table("t", options(TableKind::Lsm))
+        .expect("table");
     let n = 100_000;
     load(&db, &t, n);
     db.flush().expect("flush");
     t.compact_all().expect("compact");
-    t.delete_range(key(1000)..key(99_000)).expect("delete range");
+    t.delete_range(key(1000)..key(99_000))
+        .expect("delete range");
     ReadContext::enable();
     ReadContext::reset();
     let mut c = t.cursor().expect("cursor");
@@ -211,10 +253,18 @@ fn a_scan_seeks_past_a_deleted_range_of_older_runs() {
 fn compaction_keeps_what_a_snapshot_needs_then_drops_the_tombstone() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    let t = db.create_table("t", options(TableKind::Lsm)).expect("table");
+    let t = db
+        .create_table("t", options(TableKind::Lsm))
+        .expect("table");
     load(&db, &t, 20_000);
     t.compact_all().expect("compact");
-    let full = t.shape().expect("shape").levels.iter().map(|l| l.bytes).sum::<u64>();
+    let full = t
+        .shape()
+        .expect("shape")
+        .levels
+        .iter()
+        .map(|l| l.bytes)
+        .sum::<u64>();
     let before = db.snapshot();
     t.delete_range(key(0)..key(18_000)).expect("delete range");
     db.flush().expect("flush");
@@ -239,7 +289,9 @@ fn compaction_keeps_what_a_snapshot_needs_then_drops_the_tombstone() {
 fn a_range_over_nothing_goes_at_its_flush() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    let t = db.create_table("t", options(TableKind::Lsm)).expect("table");
+    let t = db
+        .create_table("t", options(TableKind::Lsm))
+        .expect("table");
     load(&db, &t, 1000);
     db.flush().expect("flush");
     t.delete_range(&b"zzz"[..]..).expect("delete range");
@@ -253,7 +305,9 @@ fn a_range_over_nothing_goes_at_its_flush() {
 fn a_btree_gives_the_space_of_a_deleted_range_back() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    let t = db.create_table("t", options(TableKind::Btree)).expect("table");
+    let t = db
+        .create_table("t", options(TableKind::Btree))
+        .expect("table");
     load(&db, &t, 50_000);
     db.checkpoint().expect("checkpoint");
     let full = t.shape().expect("shape").btree.expect("btree").file_bytes;
@@ -264,7 +318,11 @@ fn a_btree_gives_the_space_of_a_deleted_range_back() {
     // (Entries count versions: a few tombstones wait for their leaf's
     // next prune.)
     assert!(shape.entries < 5_100, "{shape:?}");
-    assert!(shape.file_bytes * 4 < full, "{} of {full} bytes", shape.file_bytes);
+    assert!(
+        shape.file_bytes * 4 < full,
+        "{} of {full} bytes",
+        shape.file_bytes
+    );
     assert_eq!(keys(t.iter().expect("iter")).len(), 5_000);
 }
 

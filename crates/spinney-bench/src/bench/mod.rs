@@ -194,6 +194,8 @@ fn run_one(
     let before = Resources::now(store.io_counters());
     let measured = if benchmark.is_operation() {
         operation(store, benchmark)
+    } else if benchmark == Benchmark::DeleteRange && !store.deletes_ranges() {
+        Ok(None)
     } else {
         let ctx = workloads::Context {
             store,

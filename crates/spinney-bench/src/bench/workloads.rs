@@ -77,6 +77,11 @@ pub(crate) fn run(ctx: &Context<'_>, benchmark: Benchmark) -> EngineResult<Measu
             &|t, w| write(ctx, t, w, per_thread, batch, Keys::Random, Op::Delete),
             None,
         ),
+        Benchmark::DeleteRange => {
+            let width = c.range_tombstone_width.max(1);
+            let ranges = (per_thread / width).max(1);
+            worker::run(&plan, &|t, w| delete_ranges(ctx, t, w, ranges, width), None)
+        }
         Benchmark::ReadRandom => worker::run(
             &plan,
             &|t, w| read_random(ctx, t, w, per_thread, false),
@@ -157,6 +162,35 @@ fn write(
         }
         session.write(&b)?;
         w.finish_op(n, n * entry_bytes);
+    }
+    Ok(ThreadOutcome::default())
+}
+
+/// Deletes `limit` ranges (or until the time is up), each the `width`
+/// keys from a random key of `[0, num)`, one range a commit.
+fn delete_ranges(
+    ctx: &Context<'_>,
+    thread: usize,
+    w: &mut Worker<'_>,
+    limit: u64,
+    width: u64,
+) -> EngineResult<ThreadOutcome> {
+    let c = ctx.config;
+    let mut session = ctx.store.session()?;
+    let format = c.keys();
+    let mut rng = worker_rng(c.seed, ctx.index, thread);
+    let (mut start, mut end) = (Vec::new(), Vec::new());
+    let range = c.num.max(1);
+    let mut b = Batch::new();
+    w.restart_clock();
+    while w.more(limit) {
+        let k = rng.gen_range(0..range);
+        format.write(k, &mut start);
+        format.write(k + width, &mut end);
+        b.clear();
+        b.delete_range(0, &start, &end);
+        session.write(&b)?;
+        w.finish_op(1, 0);
     }
     Ok(ThreadOutcome::default())
 }

@@ -71,6 +71,10 @@ pub(crate) fn describe(config: &Config) -> String {
     )
 }
 
+fn no_range_delete() -> EngineError {
+    EngineError::peer(Engine::Fjall, "fjall has no range delete")
+}
+
 fn peer(what: &str, e: impl std::fmt::Display) -> EngineError {
     EngineError::peer(Engine::Fjall, format!("{what}: {e}"))
 }
@@ -241,6 +245,7 @@ impl Session for FjallSession<'_> {
             return match op {
                 Op::Put { table, key, value } => store.keyspace(table)?.insert(key, value),
                 Op::Delete { table, key } => store.keyspace(table)?.remove(key),
+                Op::DeleteRange { .. } => return Err(no_range_delete()),
             }
             .map_err(|e| peer("write", e));
         }
@@ -252,6 +257,7 @@ impl Session for FjallSession<'_> {
             match op {
                 Op::Put { table, key, value } => b.insert(store.keyspace(table)?, key, value),
                 Op::Delete { table, key } => b.remove(store.keyspace(table)?, key),
+                Op::DeleteRange { .. } => return Err(no_range_delete()),
             }
         }
         b.commit().map_err(|e| peer("commit a batch", e))

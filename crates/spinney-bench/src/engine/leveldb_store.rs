@@ -706,6 +706,9 @@ impl Session for LevelSession<'_> {
                         )
                     };
                 }
+                Op::DeleteRange { .. } => {
+                    return Err(peer("LevelDB has no range delete".into()));
+                }
             }
         }
         let mut err = ptr::null_mut();

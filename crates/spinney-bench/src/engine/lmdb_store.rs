@@ -635,6 +635,9 @@ impl Session for LmdbSession<'_> {
                         check(rc, "delete")?;
                     }
                 }
+                Op::DeleteRange { .. } => {
+                    return Err(EngineError::peer(Engine::Lmdb, "LMDB has no range delete"))
+                }
             }
         }
         txn.commit()

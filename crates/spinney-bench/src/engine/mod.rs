@@ -429,6 +429,11 @@ pub(crate) trait Store: Send + Sync {
         false
     }
 
+    /// True when `Session::write` takes range deletes (`deleterange`).
+    fn deletes_ranges(&self) -> bool {
+        false
+    }
+
     /// The LSM shape of table `table` now; `None` when the engine does not
     /// report one (a B-tree, or an LSM engine the lab cannot see into).
     fn lsm_shape(&self, table: usize) -> EngineResult<Option<LsmShape>> {
@@ -508,6 +513,12 @@ pub(crate) enum Op<'a> {
         table: usize,
         key: &'a [u8],
     },
+    /// Every key in `[start, end)`.
+    DeleteRange {
+        table: usize,
+        start: &'a [u8],
+        end: &'a [u8],
+    },
 }
 
 /// The writes of one commit, in one buffer so that a batch costs no
@@ -525,6 +536,8 @@ struct Entry {
     key_end: usize,
     /// None for a delete.
     value_end: Option<usize>,
+    /// A range delete: the key is its start, the value its end.
+    range: bool,
 }
 
 impl Batch {
@@ -546,7 +559,16 @@ impl Batch {
             table,
             key_end,
             value_end: Some(self.bytes.len()),
+            range: false,
         });
+    }
+
+    /// Deletes every key of `table` in `[start, end)`.
+    pub fn delete_range(&mut self, table: usize, start: &[u8], end: &[u8]) {
+        self.put(table, start, end);
+        if let Some(e) = self.entries.last_mut() {
+            e.range = true;
+        }
     }
 
     pub fn delete(&mut self, table: usize, key: &[u8]) {
@@ -555,6 +577,7 @@ impl Batch {
             table,
             key_end: self.bytes.len(),
             value_end: None,
+            range: false,
         });
     }
 
@@ -567,10 +590,18 @@ impl Batch {
                 Some(end) => {
                     let value = self.bytes.get(e.key_end..end).unwrap_or_default();
                     start = end;
-                    Op::Put {
-                        table: e.table,
-                        key,
-                        value,
+                    if e.range {
+                        Op::DeleteRange {
+                            table: e.table,
+                            start: key,
+                            end: value,
+                        }
+                    } else {
+                        Op::Put {
+                            table: e.table,
+                            key,
+                            value,
+                        }
                     }
                 }
                 None => {
@@ -693,6 +724,7 @@ mod tests {
         b.delete(2, b"gone");
         b.put(1, b"", b"");
         b.put(0, b"k3", b"v3");
+        b.delete_range(1, b"a", b"c");
         let ops: Vec<Op<'_>> = b.ops().collect();
         assert_eq!(
             ops,
@@ -715,6 +747,11 @@ mod tests {
                     table: 0,
                     key: b"k3",
                     value: b"v3"
+                },
+                Op::DeleteRange {
+                    table: 1,
+                    start: b"a",
+                    end: b"c"
                 },
             ]
         );

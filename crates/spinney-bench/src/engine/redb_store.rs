@@ -253,6 +253,12 @@ impl Session for RedbSession<'_> {
                 let (table, key, value) = match op {
                     Op::Put { table, key, value } => (table, key, Some(value)),
                     Op::Delete { table, key } => (table, key, None),
+                    Op::DeleteRange { .. } => {
+                        return Err(EngineError::peer(
+                            Engine::Redb,
+                            "the lab does not delete ranges in redb",
+                        ))
+                    }
                 };
                 let slot = open
                     .get_mut(table)

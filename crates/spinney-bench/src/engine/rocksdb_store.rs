@@ -291,6 +291,14 @@ mod ffi {
             key: *const c_char,
             klen: usize,
         );
+        pub fn rocksdb_writebatch_delete_range_cf(
+            batch: *mut rocksdb_writebatch_t,
+            cf: *mut rocksdb_column_family_handle_t,
+            start_key: *const c_char,
+            start_key_len: usize,
+            end_key: *const c_char,
+            end_key_len: usize,
+        );
         pub fn rocksdb_write(
             db: *mut rocksdb_t,
             options: *const rocksdb_writeoptions_t,
@@ -1100,6 +1108,10 @@ fn existing_families(options: &Options, dir: &Path, path: &CStr) -> EngineResult
 }
 
 impl Store for RocksStore {
+    fn deletes_ranges(&self) -> bool {
+        true
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         // Sessions are made in the thread that uses them. RocksDB counts
         // perf-context events in every thread by default (a thread-local
@@ -1324,6 +1336,21 @@ impl Session for RocksSession<'_> {
                             family.ptr(),
                             key.as_ptr().cast::<c_char>(),
                             key.len(),
+                        )
+                    };
+                }
+                Op::DeleteRange { table, start, end } => {
+                    let family = self.store.family(table)?;
+                    // SAFETY: as for the put; `[start, end)`, RocksDB's
+                    // DeleteRange.
+                    unsafe {
+                        ffi::rocksdb_writebatch_delete_range_cf(
+                            self.batch.ptr(),
+                            family.ptr(),
+                            start.as_ptr().cast::<c_char>(),
+                            start.len(),
+                            end.as_ptr().cast::<c_char>(),
+                            end.len(),
                         )
                     };
                 }

@@ -106,6 +106,10 @@ impl SpinneyStore {
 }
 
 impl Store for SpinneyStore {
+    fn deletes_ranges(&self) -> bool {
+        true
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         Ok(Box::new(SpinneySession {
             store: self,
@@ -234,6 +238,9 @@ impl Session for SpinneySession<'_> {
             match op {
                 Op::Put { table, key, value } => b.put(self.store.table(table)?, key, value),
                 Op::Delete { table, key } => b.delete(self.store.table(table)?, key),
+                Op::DeleteRange { table, start, end } => {
+                    b.delete_range(self.store.table(table)?, start..end)
+                }
             }
         }
         Ok(self.store.db.write(b)?)
@@ -254,6 +261,11 @@ impl Session for SpinneySession<'_> {
                     tx.put(t, key, value)?;
                 }
                 Op::Delete { table, key } => tx.delete(self.store.table(table)?, key)?,
+                Op::DeleteRange { .. } => {
+                    return Err(EngineError::Spinney(spinney::Error::InvalidArgument(
+                        "a read-modify-write batch holds no range delete".into(),
+                    )))
+                }
             }
         }
         Ok(tx.commit()?)

@@ -1362,6 +1362,10 @@ impl WiredTigerSession<'_> {
             }),
             // No empty key can be there to delete.
             Op::Delete { key: [], .. } => Ok(()),
+            Op::DeleteRange { .. } => Err(Failure {
+                code: 0,
+                message: "the lab does not truncate ranges in WiredTiger".into(),
+            }),
             Op::Put { key, value, .. } => {
                 // SAFETY: the cursor belongs to this thread's open session;
                 // key and value live across the call, and WiredTiger is done
@@ -1428,7 +1432,7 @@ impl WiredTigerSession<'_> {
 
 fn op_table(op: Op<'_>) -> usize {
     match op {
-        Op::Put { table, .. } | Op::Delete { table, .. } => table,
+        Op::Put { table, .. } | Op::Delete { table, .. } | Op::DeleteRange { table, .. } => table,
     }
 }
 

@@ -19,14 +19,14 @@ use std::sync::Arc;
 
 use super::format::max_cell_len;
 use super::free_space::TreeState;
+use super::iter::BtreeIter;
 use super::page::{self, Value};
 use super::pager::{write_handed_back, write_run, Frame};
 use super::reshape::last_key;
-use super::iter::BtreeIter;
 use super::{BtreeTable, Root};
 use crate::error::Result;
-use crate::mvcc::key::{self, internal_key, KeyRef, Kind};
 use crate::mvcc::iter::InternalIterator;
+use crate::mvcc::key::{self, internal_key, KeyRef, Kind};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -108,9 +108,11 @@ impl BtreeTable {
         const CHUNK: usize = 512;
         let mut from = key::internal_key(start, key::SEQNO_MAX, key::KIND_SEEK);
         loop {
-            let (keys, done) = table
-                .live_keys(&from, seqno, end, CHUNK)
-                .inspect_err(|e| table.file.fail(&format!("applying a range delete failed: {e}")))?;
+            let (keys, done) = table.live_keys(&from, seqno, end, CHUNK).inspect_err(|e| {
+                table
+                    .file
+                    .fail(&format!("applying a range delete failed: {e}"))
+            })?;
             for k in &keys {
                 table.apply(st, seqno, Kind::Delete, k, &[], horizon)?;
             }

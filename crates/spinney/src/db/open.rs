@@ -36,12 +36,12 @@ use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, sst_name, wal_name};
 use crate::fs::Fs;
-use crate::mvcc::range_del::RangeTombstone;
 use crate::manifest::{
     parse_current, start_manifest, write_current, FileRecord, LogStart, TableRecord, VersionEdit,
     CURRENT,
 };
 use crate::mvcc::key::SEQNO_MAX;
+use crate::mvcc::range_del::RangeTombstone;
 use crate::mvcc::Horizon;
 use crate::options::{Options, WalRecovery};
 use crate::wal::batch::{parse_sync_mark, DecodedBatch};

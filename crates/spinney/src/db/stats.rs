@@ -293,11 +293,7 @@ fn shape_of(sv: &SuperVersion) -> Shape {
         memtable_entries: sv.mem.table.len() as u64,
         memtable_bytes: sv.mem.approximate_bytes() as u64,
         immutable_memtables: sv.imms.len(),
-        immutable_bytes: sv
-            .imms
-            .iter()
-            .map(|m| m.approximate_bytes() as u64)
-            .sum(),
+        immutable_bytes: sv.imms.iter().map(|m| m.approximate_bytes() as u64).sum(),
         l0_runs: v.level(0).len(),
         l0_bytes: v.level_bytes(0),
         range_tombstones: v.range_dels.list.len()

@@ -255,12 +255,11 @@ pub(crate) fn compact(host: &dyn JobHost, table: &LsmTable, c: &Compaction) -> R
     // Deciding on the version of now is safe when it changes before the
     // install: a flush adds only versions newer than every flushed
     // tombstone, and another compaction only moves versions its inputs held.
-    edit.range_dels_dropped =
-        apply_compaction(&table.super_version().version, c, outputs.clone())
-            .obsolete_range_dels()
-            .into_iter()
-            .map(|s| (table.id, s))
-            .collect();
+    edit.range_dels_dropped = apply_compaction(&table.super_version().version, c, outputs.clone())
+        .obsolete_range_dels()
+        .into_iter()
+        .map(|s| (table.id, s))
+        .collect();
     let dropped: Vec<u64> = edit.range_dels_dropped.iter().map(|&(_, s)| s).collect();
     let result = (|| {
         if !trivial {

@@ -36,8 +36,9 @@ pub(crate) struct Mem {
     pub first_seqno: AtomicU64,
     /// Seqno of the last entry added.
     pub last_seqno: AtomicU64,
-    /// The range tombstones added, oldest first (`mvcc::range_del`).
-    range_dels: RwLock<Vec<RangeTombstone>>,
+    /// The range tombstones added, oldest first (`mvcc::range_del`), and
+    /// their fragments once a reader asked (dropped by the next add).
+    range_dels: RwLock<(Vec<RangeTombstone>, Option<Arc<Fragments>>)>,
     /// Their bytes, counted in the memtable's size; 0 while none.
     range_del_bytes: AtomicUsize,
 }
@@ -55,7 +56,7 @@ impl Mem {
             table: Arc::new(MemTable::new(filter_bytes)),
             first_seqno: AtomicU64::new(u64::MAX),
             last_seqno: AtomicU64::new(0),
-            range_dels: RwLock::new(Vec::new()),
+            range_dels: RwLock::new((Vec::new(), None)),
             range_del_bytes: AtomicUsize::new(0),
         }
     }
@@ -72,8 +73,12 @@ impl Mem {
                 start: user_key.to_vec(),
                 end: value.to_vec(),
             };
-            self.range_del_bytes.fetch_add(t.charge(), Ordering::Release);
-            self.range_dels.write().push(t);
+            let charge = t.charge();
+            let mut r = self.range_dels.write();
+            r.0.push(t);
+            r.1 = None;
+            drop(r);
+            self.range_del_bytes.fetch_add(charge, Ordering::Release);
         } else {
             self.table.add(seqno, kind, user_key, value);
         }
@@ -97,21 +102,28 @@ impl Mem {
         if !self.has_range_dels() {
             return Vec::new();
         }
-        self.range_dels.read().clone()
+        self.range_dels.read().0.clone()
     }
 
-    /// The newest tombstone at or below `snapshot` over `user_key`, or 0.
-    fn covering(&self, user_key: &[u8], snapshot: u64) -> u64 {
+    /// The range tombstones as fragments (of every seqno; readers pick
+    /// theirs), cut once after each add; None while there are none.
+    fn fragments(&self) -> Option<Arc<Fragments>> {
         if !self.has_range_dels() {
-            return 0;
+            return None;
         }
-        self.range_dels
-            .read()
-            .iter()
-            .filter(|t| t.seqno <= snapshot && t.covers(user_key))
-            .map(|t| t.seqno)
-            .max()
-            .unwrap_or(0)
+        if let Some(f) = &self.range_dels.read().1 {
+            return Some(Arc::clone(f));
+        }
+        let mut r = self.range_dels.write();
+        let f = match &r.1 {
+            Some(f) => Arc::clone(f),
+            None => {
+                let f = Arc::new(Fragments::build(&r.0, u64::MAX));
+                r.1 = Some(Arc::clone(&f));
+                f
+            }
+        };
+        Some(f)
     }
 }
 
@@ -145,32 +157,35 @@ impl Pressure {
 }
 
 impl SuperVersion {
+    /// The range tombstones of the trees, a set of fragments for the
+    /// version and for each memtable that holds any; empty (the common
+    /// case) when there are none.
+    pub(crate) fn range_del_sets(&self) -> Vec<Arc<Fragments>> {
+        let mut sets = Vec::new();
+        if !self.version.range_dels.is_empty() {
+            sets.push(Arc::clone(&self.version.range_dels.fragments));
+        }
+        for mem in std::iter::once(&self.mem).chain(&self.imms) {
+            sets.extend(mem.fragments());
+        }
+        sets
+    }
+
     /// The seqno of the newest range tombstone at or below `snapshot` over
     /// `user_key`, in any of the trees, or 0: the versions older than it
     /// are deleted for a reader at `snapshot`.
     pub(crate) fn covering(&self, user_key: &[u8], snapshot: u64) -> u64 {
-        let mut newest = self.version.range_dels.fragments.covering(user_key, snapshot);
+        let mut newest = self
+            .version
+            .range_dels
+            .fragments
+            .covering(user_key, snapshot);
         for mem in std::iter::once(&self.mem).chain(&self.imms) {
-            newest = newest.max(mem.covering(user_key, snapshot));
+            if let Some(f) = mem.fragments() {
+                newest = newest.max(f.covering(user_key, snapshot));
+            }
         }
         newest
-    }
-
-    /// The tombstones a reader at `snapshot` sees, as fragments; empty
-    /// (the common case) when there are none.
-    pub(crate) fn fragments_at(&self, snapshot: u64) -> Fragments {
-        let mut mems = std::iter::once(&self.mem).chain(&self.imms);
-        if self.version.range_dels.is_empty() && !mems.any(|m| m.has_range_dels()) {
-            return Fragments::default();
-        }
-        let mems: Vec<Vec<RangeTombstone>> = std::iter::once(&self.mem)
-            .chain(&self.imms)
-            .map(|m| m.range_dels())
-            .collect();
-        Fragments::build(
-            self.version.range_dels.list.iter().chain(mems.iter().flatten()),
-            snapshot,
-        )
     }
 
     /// The smallest seqno held only in memory, if any.
@@ -365,9 +380,9 @@ impl LsmTable {
         // looks at what they cost (`compaction::pick`).
         let charge_reads = self.options.compaction.style == CompactionStyle::Leveled;
         sv.version.add_iterators(&mut children, charge_reads)?;
-        let fragments = sv.fragments_at(snapshot);
-        if !fragments.is_empty() {
-            let fragments = Arc::new(fragments);
+        let sets = sv.range_del_sets();
+        if !sets.is_empty() {
+            let sets: Arc<[Arc<Fragments>]> = sets.into();
             let newest = std::iter::once(&sv.mem)
                 .chain(sv.imms.iter().rev())
                 .map(|m| m.last_seqno.load(Ordering::Acquire))
@@ -376,7 +391,7 @@ impl LsmTable {
                 .into_iter()
                 .zip(newest)
                 .map(|(child, newest)| {
-                    Box::new(Skipping::new(child, Arc::clone(&fragments), newest))
+                    Box::new(Skipping::new(child, Arc::clone(&sets), snapshot, newest))
                         as Box<dyn InternalIterator>
                 })
                 .collect();
@@ -516,11 +531,7 @@ pub(crate) fn write_merged(
             let hidden_from = if policy.range_dels.is_empty() {
                 last_seqno_for_key
             } else {
-                last_seqno_for_key.min(
-                    policy
-                        .range_dels
-                        .hidden_from(parsed.user_key, parsed.seqno),
-                )
+                last_seqno_for_key.min(policy.range_dels.hidden_from(parsed.user_key, parsed.seqno))
             };
             if !policy.horizon.needed(parsed.seqno, hidden_from) {
                 // No reader's seqno falls between this version and what

@@ -129,14 +129,14 @@ pub(crate) struct Version {
 #[derive(Debug, Default)]
 pub(crate) struct RangeDels {
     pub list: Vec<RangeTombstone>,
-    pub fragments: Fragments,
+    pub fragments: Arc<Fragments>,
 }
 
 impl RangeDels {
     fn of(mut list: Vec<RangeTombstone>) -> RangeDels {
         list.sort_by_key(|t| t.seqno);
         list.dedup_by_key(|t| t.seqno);
-        let fragments = Fragments::build(&list, u64::MAX);
+        let fragments = Arc::new(Fragments::build(&list, u64::MAX));
         RangeDels { list, fragments }
     }
 
@@ -157,7 +157,13 @@ impl Version {
     /// `dropped` (a tombstone added twice or dropped when absent changes
     /// nothing: jobs decide on the version they started from).
     pub(crate) fn change_range_dels(&mut self, added: &[RangeTombstone], dropped: &[u64]) {
-        if added.is_empty() && !self.range_dels.list.iter().any(|t| dropped.contains(&t.seqno)) {
+        if added.is_empty()
+            && !self
+                .range_dels
+                .list
+                .iter()
+                .any(|t| dropped.contains(&t.seqno))
+        {
             return;
         }
         let list = self

@@ -16,6 +16,7 @@
 //! as it applies it (`btree::write`): nothing here concerns it.
 
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 
 use super::iter::InternalIterator;
 use super::key::{self, KIND_SEEK, SEQNO_MAX};
@@ -32,6 +33,7 @@ pub(crate) struct RangeTombstone {
 }
 
 impl RangeTombstone {
+    #[cfg(test)]
     pub(crate) fn covers(&self, user_key: &[u8]) -> bool {
         user_key >= self.start.as_slice() && below_end(user_key, &self.end)
     }
@@ -96,7 +98,11 @@ impl Fragments {
         // The places where a tombstone begins or ends, in key order; the
         // unbounded end is past them all.
         let mut bounds: Vec<&[u8]> = list.iter().map(|t| t.start.as_slice()).collect();
-        bounds.extend(list.iter().map(|t| t.end.as_slice()).filter(|e| !e.is_empty()));
+        bounds.extend(
+            list.iter()
+                .map(|t| t.end.as_slice())
+                .filter(|e| !e.is_empty()),
+        );
         bounds.sort_unstable();
         bounds.dedup();
         // A sweep: the tombstones open at each bound (their seqnos, and
@@ -146,7 +152,7 @@ impl Fragments {
         self.frags.get(self.find_index(user_key)?)
     }
 
-    fn find_index(&self, user_key: &[u8]) -> Option<usize> {
+    pub(crate) fn find_index(&self, user_key: &[u8]) -> Option<usize> {
         let i = self
             .frags
             .partition_point(|f| f.start.as_slice() <= user_key)
@@ -199,87 +205,122 @@ impl PartialOrd for EndKey<'_> {
     }
 }
 
-/// A tree's entries without the versions the tombstones of one snapshot
-/// hide (`fragments`, built at that snapshot). Where the tree holds nothing
-/// newer than a tombstone (`newest` is its largest seqno), the whole
-/// fragment is skipped with one seek; elsewhere hidden entries are stepped
-/// over one by one.
+/// A tree's entries without the versions that the tombstones of `sets`
+/// hide from a reader at `snapshot`. Where the tree holds nothing newer
+/// than a tombstone (`newest` is its largest seqno), the whole fragment is
+/// skipped with one seek; elsewhere hidden entries are stepped over one by
+/// one.
 pub(crate) struct Skipping<I> {
     inner: I,
-    fragments: std::sync::Arc<Fragments>,
+    sets: Arc<[Arc<Fragments>]>,
+    snapshot: u64,
     newest: u64,
     target: Vec<u8>,
 }
 
+/// Where a skip goes: past the end of a fragment (forward), or before its
+/// start (backward); an empty end is past every key.
+struct Skip {
+    set: usize,
+    fragment: usize,
+}
+
 impl<I: InternalIterator> Skipping<I> {
-    pub(crate) fn new(inner: I, fragments: std::sync::Arc<Fragments>, newest: u64) -> Self {
+    pub(crate) fn new(inner: I, sets: Arc<[Arc<Fragments>]>, snapshot: u64, newest: u64) -> Self {
         Skipping {
             inner,
-            fragments,
+            sets,
+            snapshot,
             newest,
             target: Vec::new(),
         }
     }
 
-    /// Whether a tombstone hides the current entry: then the fragment it
-    /// is in, and whether the whole of it may be skipped.
-    fn hiding(&self) -> Option<(usize, bool)> {
+    fn fragment(&self, skip: &Skip) -> Option<&Fragment> {
+        self.sets.get(skip.set)?.frags.get(skip.fragment)
+    }
+
+    /// Whether a tombstone hides the current entry: then, if the tree
+    /// holds nothing newer than one over it, the fragment to skip whole
+    /// (the one reaching farthest the way the cursor goes).
+    fn hiding(&self, forward: bool) -> Option<Option<Skip>> {
         let ikey = self.inner.key();
         let user_key = key::user_key(ikey);
         let seqno = key::trailer(ikey) >> 8;
-        let i = self.fragments.find_index(user_key)?;
-        // Built at the snapshot: every seqno in it is visible.
-        let newest = self.fragments.frags.get(i)?.seqnos.first().copied()?;
-        (newest > seqno).then_some((i, newest > self.newest))
+        let mut hidden = false;
+        let mut best: Option<(Skip, &Fragment)> = None;
+        for (set, fragments) in self.sets.iter().enumerate() {
+            let Some(i) = fragments.find_index(user_key) else {
+                continue;
+            };
+            let Some(f) = fragments.frags.get(i) else {
+                continue;
+            };
+            let t = f.newest_at(self.snapshot);
+            if t <= seqno {
+                continue;
+            }
+            hidden = true;
+            if t <= self.newest {
+                continue;
+            }
+            let farther = match &best {
+                None => true,
+                Some((_, b)) if forward => !b.end.is_empty() && (f.end.is_empty() || f.end > b.end),
+                Some((_, b)) => f.start < b.start,
+            };
+            if farther {
+                best = Some((Skip { set, fragment: i }, f));
+            }
+        }
+        hidden.then(|| best.map(|(s, _)| s))
     }
 
-    /// Seeks the tree to the start (or the end) of fragment `i`.
-    fn seek_to_fragment(&mut self, i: usize, start: bool) {
-        let Some(f) = self.fragments.frags.get(i) else {
-            return;
-        };
+    /// Seeks the tree to the start (or the end) of a fragment.
+    fn seek_to(&mut self, skip: &Skip, start: bool) {
         let mut target = std::mem::take(&mut self.target);
-        target.clear();
-        let at = if start { &f.start } else { &f.end };
-        key::append_internal_key(&mut target, at, SEQNO_MAX, KIND_SEEK);
-        self.inner.seek(&target);
+        if let Some(f) = self.fragment(skip) {
+            target.clear();
+            let at = if start { &f.start } else { &f.end };
+            key::append_internal_key(&mut target, at, SEQNO_MAX, KIND_SEEK);
+            self.inner.seek(&target);
+        }
         self.target = target;
     }
 
     fn settle_forward(&mut self) {
         while self.inner.valid() {
-            let Some((i, whole)) = self.hiding() else {
-                return;
-            };
-            let unbounded = self.fragments.frags.get(i).is_some_and(|f| f.end.is_empty());
-            if !whole {
-                self.inner.next();
-            } else if unbounded {
-                // Hidden to the end.
-                self.inner.seek_to_last();
-                if self.inner.valid() {
-                    self.inner.next();
+            match self.hiding(true) {
+                None => return,
+                Some(None) => self.inner.next(),
+                Some(Some(skip)) => {
+                    if self.fragment(&skip).is_some_and(|f| f.end.is_empty()) {
+                        // Hidden to the end.
+                        self.inner.seek_to_last();
+                        if self.inner.valid() {
+                            self.inner.next();
+                        }
+                    } else {
+                        self.seek_to(&skip, false);
+                    }
                 }
-            } else {
-                self.seek_to_fragment(i, false);
             }
         }
     }
 
     fn settle_backward(&mut self) {
         while self.inner.valid() {
-            let Some((i, whole)) = self.hiding() else {
-                return;
-            };
-            if !whole {
-                self.inner.prev();
-                continue;
-            }
-            self.seek_to_fragment(i, true);
-            if self.inner.valid() {
-                self.inner.prev();
-            } else if self.inner.status().is_ok() {
-                self.inner.seek_to_last();
+            match self.hiding(false) {
+                None => return,
+                Some(None) => self.inner.prev(),
+                Some(Some(skip)) => {
+                    self.seek_to(&skip, true);
+                    if self.inner.valid() {
+                        self.inner.prev();
+                    } else if self.inner.status().is_ok() {
+                        self.inner.seek_to_last();
+                    }
+                }
             }
         }
     }
@@ -394,8 +435,16 @@ mod tests {
                 .map(|i| {
                     let a = rand(20);
                     let b = a + rand(8);
-                    let start = if rand(6) == 0 { String::new() } else { format!("{a:02}") };
-                    let end = if rand(6) == 0 { String::new() } else { format!("{b:02}") };
+                    let start = if rand(6) == 0 {
+                        String::new()
+                    } else {
+                        format!("{a:02}")
+                    };
+                    let end = if rand(6) == 0 {
+                        String::new()
+                    } else {
+                        format!("{b:02}")
+                    };
                     t(i + 1, &start, &end)
                 })
                 .collect();
