@@ -112,6 +112,11 @@ impl WriteBatch {
         }
     }
 
+    /// Adds a range delete of `[start, end)` made by `range_bounds`.
+    pub(crate) fn push_range_delete(&mut self, table: &Table, start: &[u8], end: &[u8]) {
+        self.add(table, Kind::RangeDelete, start, end);
+    }
+
     /// Number of puts, deletes and range deletes.
     pub fn len(&self) -> usize {
         self.rep.count() as usize
@@ -198,7 +203,7 @@ type KeyRange = (Vec<u8>, Vec<u8>);
 
 /// The `[start, end)` of a range of user keys; None for a range that holds
 /// no key.
-fn range_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+pub(crate) fn range_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
     range: &R,
 ) -> std::result::Result<Option<KeyRange>, String> {
     let long = |k: &[u8]| {

@@ -346,3 +346,55 @@ fn a_range_delete_conflicts_with_a_transaction_that_wrote_a_key_in_it() {
         tx.commit().expect("commit");
     }
 }
+
+#[test]
+fn a_transaction_sees_its_own_range_delete_and_conflicts_as_a_write_of_the_range() {
+    for kind in KINDS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let t = db.create_table("t", options(kind)).expect("table");
+        load(&db, &t, 100);
+        db.flush().expect("flush");
+        let mut tx = db.begin();
+        tx.put(&t, &key(15), b"before").expect("put");
+        tx.delete_range(&t, key(10)..key(20)).expect("delete range");
+        tx.put(&t, &key(12), b"after").expect("put");
+        assert_eq!(tx.get(&t, &key(15)).expect("get"), None, "{kind:?}");
+        assert_eq!(tx.get(&t, &key(12)).expect("get"), Some(b"after".to_vec()));
+        assert_eq!(tx.get(&t, &key(20)).expect("get"), Some(vec![7; 100]));
+        let want: Vec<Vec<u8>> = (0..10).chain([12]).chain(20..100).map(key).collect();
+        assert_eq!(keys(tx.iter(&t).expect("iter")), want);
+        let mut back = keys(tx.iter(&t).expect("iter").rev());
+        back.reverse();
+        assert_eq!(back, want);
+        // Outside the transaction nothing changed yet.
+        assert_eq!(keys(t.iter().expect("iter")).len(), 100);
+        tx.commit().expect("commit");
+        assert_eq!(keys(t.iter().expect("iter")), want, "{kind:?}");
+
+        // A write into the range since the snapshot, flushed to a file or
+        // not: the range delete conflicts; one outside it does not.
+        for flush in [false, true] {
+            let mut tx = db.begin();
+            tx.delete_range(&t, key(30)..key(40)).expect("delete range");
+            t.put(&key(50), b"outside").expect("put");
+            tx.commit().expect("no conflict");
+            let mut tx = db.begin();
+            tx.delete_range(&t, key(60)..key(70)).expect("delete range");
+            t.put(&key(65), b"inside").expect("put");
+            if flush {
+                db.flush().expect("flush");
+            }
+            let e = tx.commit().expect_err("conflict");
+            assert!(matches!(e, Error::Conflict { .. }), "{kind:?} {flush}: {e}");
+            assert_eq!(t.get(&key(65)).expect("get"), Some(b"inside".to_vec()));
+            // A range delete committed since conflicts with a range over it.
+            let mut tx = db.begin();
+            tx.delete_range(&t, key(80)..).expect("delete range");
+            t.delete_range(key(0)..key(81)).expect("delete range");
+            let e = tx.commit().expect_err("conflict");
+            assert!(matches!(e, Error::Conflict { .. }), "{kind:?} {flush}: {e}");
+            load(&db, &t, 100);
+        }
+    }
+}

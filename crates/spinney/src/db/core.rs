@@ -22,6 +22,7 @@ use super::open::TableState;
 use super::snapshot::Snapshot;
 use super::stats::{self, Shape, TableStats};
 use super::{work, DbInner};
+use crate::btree::iter::BtreeIter;
 use crate::btree::{BtreeTable, Lookup, TreeState};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
@@ -342,6 +343,19 @@ impl Core {
         match self {
             Core::Lsm(t) => t.newest_seqno(key),
             Core::Btree(t) => t.newest_seqno(key),
+        }
+    }
+
+    /// Whether a version of a key in `[start, end)` (an empty `end`: to
+    /// the last key) newer than `after` is there: a transaction's range
+    /// delete conflicts with it.
+    pub(crate) fn written_in_range(&self, start: &[u8], end: &[u8], after: u64) -> Result<bool> {
+        match self {
+            Core::Lsm(t) => t.written_in_range(start, end, after),
+            Core::Btree(t) => {
+                let it = BtreeIter::new(Arc::clone(t));
+                crate::mvcc::iter::any_newer_in_range(it, start, end, after)
+            }
         }
     }
 

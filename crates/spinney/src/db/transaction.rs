@@ -96,6 +96,18 @@ struct Pending {
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Keys read with `get_for_update`.
     for_update: BTreeSet<Vec<u8>>,
+    /// Ranges deleted, `[start, end)` (an empty end: to the last key).
+    /// They hide the snapshot's keys; an own write in one was made after
+    /// it (a range delete removes the own writes it covers).
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Pending {
+    fn hides(&self, key: &[u8]) -> bool {
+        self.ranges
+            .iter()
+            .any(|(s, e)| key >= s.as_slice() && (e.is_empty() || key < e.as_slice()))
+    }
 }
 
 impl std::fmt::Debug for Transaction {
@@ -131,9 +143,12 @@ impl Transaction {
     }
 
     /// Number of keys the transaction writes (a key written twice counts
-    /// once).
+    /// once) and of ranges it deletes.
     pub fn len(&self) -> usize {
-        self.tables.iter().map(|p| p.writes.len()).sum()
+        self.tables
+            .iter()
+            .map(|p| p.writes.len() + p.ranges.len())
+            .sum()
     }
 
     /// True when the transaction writes nothing.
@@ -146,8 +161,10 @@ impl Transaction {
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_table(table)?;
         table.check_key(key)?;
-        match self.pending(table).and_then(|p| p.writes.get(key)) {
+        let pending = self.pending(table);
+        match pending.and_then(|p| p.writes.get(key)) {
             Some(own) => Ok(own.clone()),
+            None if pending.is_some_and(|p| p.hides(key)) => Ok(None),
             None => self.snapshot.get(table, key),
         }
     }
@@ -180,6 +197,67 @@ impl Transaction {
     /// error if it is absent).
     pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
         self.write(table, key, None)
+    }
+
+    /// Deletes every key of `table` in `range`, as
+    /// `WriteBatch::delete_range` does, seen by the transaction's reads at
+    /// once. At commit it conflicts with any write since the snapshot to a
+    /// key in the range: the check reads, in the range, the trees that
+    /// hold writes newer than the snapshot (an LSM table's newer memtables
+    /// and files; all of a B-tree's keys in the range), under the commit
+    /// lock.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let carts = db.create_table("carts", spinney::TableOptions::btree())?;
+    /// carts.put(b"c1/apple", b"2")?;
+    /// carts.put(b"c1/pear", b"1")?;
+    /// let mut tx = db.begin();
+    /// tx.delete_range(&carts, &b"c1/"[..]..&b"c10"[..])?;
+    /// tx.put(&carts, b"c1/plum", b"3")?;
+    /// assert_eq!(tx.prefix(&carts, b"c1/")?.count(), 1);
+    /// tx.commit()?;
+    /// assert_eq!(carts.get(b"c1/apple")?, None);
+    /// assert_eq!(carts.get(b"c1/plum")?, Some(b"3".to_vec()));
+    /// # Ok(()) }
+    /// ```
+    pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &mut self,
+        table: &Table,
+        range: R,
+    ) -> Result<()> {
+        self.check_table(table)?;
+        let Some((start, end)) =
+            crate::batch::range_bounds(&range).map_err(Error::InvalidArgument)?
+        else {
+            return Ok(());
+        };
+        let bytes = self.bytes + start.len() + end.len() + ENTRY_OVERHEAD;
+        if bytes > limits::BATCH_BYTES_MAX {
+            return Err(Error::invalid(format!(
+                "transaction grows past the limit of {} bytes",
+                limits::BATCH_BYTES_MAX
+            )));
+        }
+        self.bytes = bytes;
+        let p = self.pending_mut(table);
+        let upper = if end.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(end.as_slice())
+        };
+        let covered: Vec<Vec<u8>> = p
+            .writes
+            .range::<[u8], _>((Bound::Included(start.as_slice()), upper))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in covered {
+            p.writes.remove(&k);
+        }
+        p.ranges.push((start, end));
+        Ok(())
     }
 
     fn write(&mut self, table: &Table, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -236,6 +314,10 @@ impl Transaction {
         upper: Bound<Vec<u8>>,
     ) -> Result<TxRange> {
         self.check_table(table)?;
+        let hidden = self
+            .pending(table)
+            .map(|p| p.ranges.clone())
+            .unwrap_or_default();
         let own = match self.pending(table) {
             Some(p) if !empty_bounds(&lower, &upper) => p
                 .writes
@@ -251,6 +333,7 @@ impl Transaction {
             back: None,
             base_done: false,
             own,
+            hidden,
             failed: false,
         })
     }
@@ -268,7 +351,15 @@ impl Transaction {
     pub fn commit_with(mut self, options: WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
         let mut keys = Vec::with_capacity(self.tables.len());
+        let mut ranges = Vec::new();
         for p in std::mem::take(&mut self.tables) {
+            // The ranges first: an own write in one was made after it.
+            for (start, end) in &p.ranges {
+                batch.push_range_delete(&p.table, start, end);
+            }
+            if !p.ranges.is_empty() {
+                ranges.push((p.table.core.clone(), p.ranges));
+            }
             let mut checked = Vec::with_capacity(p.writes.len() + p.for_update.len());
             for (key, value) in p.writes {
                 match &value {
@@ -286,6 +377,7 @@ impl Transaction {
         let check = Check {
             seqno: self.snapshot.seqno,
             keys,
+            ranges,
         };
         // `self.snapshot` stays registered until the commit returns: the
         // check reads the newest versions, which nothing may drop.
@@ -321,6 +413,7 @@ impl Transaction {
                     table: table.clone(),
                     writes: BTreeMap::new(),
                     for_update: BTreeSet::new(),
+                    ranges: Vec::new(),
                 });
                 self.tables.len() - 1
             }
@@ -359,7 +452,18 @@ pub struct TxRange {
     base_done: bool,
     /// The own writes in the range not yet given, in key order.
     own: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
+    /// The transaction's deleted ranges: the snapshot's keys in them are
+    /// not there.
+    hidden: Vec<(Vec<u8>, Vec<u8>)>,
     failed: bool,
+}
+
+impl TxRange {
+    fn hides(&self, key: &[u8]) -> bool {
+        self.hidden
+            .iter()
+            .any(|(s, e)| key >= s.as_slice() && (e.is_empty() || key < e.as_slice()))
+    }
 }
 
 impl std::fmt::Debug for TxRange {
@@ -381,6 +485,7 @@ impl Iterator for TxRange {
             }
             if self.front.is_none() && !self.base_done {
                 match self.base.next() {
+                    Some(Ok(entry)) if self.hides(&entry.0) => continue,
                     Some(Ok(entry)) => self.front = Some(entry),
                     Some(Err(e)) => {
                         self.failed = true;
@@ -425,6 +530,7 @@ impl DoubleEndedIterator for TxRange {
             }
             if self.back.is_none() && !self.base_done {
                 match self.base.next_back() {
+                    Some(Ok(entry)) if self.hides(&entry.0) => continue,
                     Some(Ok(entry)) => self.back = Some(entry),
                     Some(Err(e)) => {
                         self.failed = true;

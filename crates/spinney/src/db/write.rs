@@ -23,8 +23,10 @@ use super::{log, work, Core, DbInner};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::lsm::table::LsmTable;
+use crate::mvcc::key::Kind;
 use crate::mvcc::Horizon;
 use crate::options::{Durability, WriteOptions};
+use crate::wal::batch::BatchEntry;
 
 /// A group takes followers until it holds this many log bytes.
 const GROUP_BYTES_MAX: usize = 1 << 20;
@@ -58,6 +60,9 @@ pub(crate) struct Check {
     pub seqno: u64,
     /// Per table, the keys the transaction wrote or read for update.
     pub keys: Vec<(Core, Vec<Vec<u8>>)>,
+    /// Per table, the ranges it deleted, `[start, end)` (an empty end: to
+    /// the last key): a write of any key in one since is a conflict.
+    pub ranges: Vec<(Core, Vec<(Vec<u8>, Vec<u8>)>)>,
 }
 
 impl Check {
@@ -66,14 +71,14 @@ impl Check {
     /// commit lock is let go, up to `last_seqno`), or by a batch ahead in
     /// this group (`written`). When nothing was committed since the
     /// snapshot, the tables are not read.
-    fn verify(&self, written: &HashSet<(u32, &[u8])>, last_seqno: u64) -> Result<()> {
+    fn verify(&self, written: &Written<'_>, last_seqno: u64) -> Result<()> {
         let committed_since = last_seqno > self.seqno;
         for (table, keys) in &self.keys {
             if table.is_dropped() {
                 return Err(Error::NoSuchTable(table.name().to_string()));
             }
             for key in keys {
-                let newer = written.contains(&(table.id(), key.as_slice()))
+                let newer = written.holds(table.id(), key)
                     || (committed_since
                         && table.newest_seqno(key)?.is_some_and(|s| s > self.seqno));
                 if newer {
@@ -84,7 +89,55 @@ impl Check {
                 }
             }
         }
+        for (table, ranges) in &self.ranges {
+            for (start, end) in ranges {
+                let newer = written.overlaps(table.id(), start, end)
+                    || (committed_since && table.written_in_range(start, end, self.seqno)?);
+                if newer {
+                    return Err(Error::Conflict {
+                        table: table.name().to_string(),
+                        key: start.clone(),
+                    });
+                }
+            }
+        }
         Ok(())
+    }
+}
+
+/// The writes of the batches ahead in a commit group, for the checks of
+/// the transactions after them: keys, and the ranges of range deletes.
+#[derive(Default)]
+struct Written<'a> {
+    keys: HashSet<(u32, &'a [u8])>,
+    ranges: Vec<(u32, &'a [u8], &'a [u8])>,
+}
+
+impl<'a> Written<'a> {
+    fn add(&mut self, entry: BatchEntry<'a>) {
+        // (A range's end is its entry's value.)
+        if entry.kind == Kind::RangeDelete {
+            self.ranges.push((entry.table_id, entry.key, entry.value));
+        } else {
+            self.keys.insert((entry.table_id, entry.key));
+        }
+    }
+
+    fn holds(&self, table: u32, key: &[u8]) -> bool {
+        self.keys.contains(&(table, key))
+            || self
+                .ranges
+                .iter()
+                .any(|&(t, start, end)| t == table && key >= start && (end.is_empty() || key < end))
+    }
+
+    /// Whether a write ahead touched a key of `table` in `[start, end)`.
+    fn overlaps(&self, table: u32, start: &[u8], end: &[u8]) -> bool {
+        let within = |k: &[u8]| k >= start && (end.is_empty() || k < end);
+        self.keys.iter().any(|&(t, k)| t == table && within(k))
+            || self.ranges.iter().any(|&(t, s, e)| {
+                t == table && (end.is_empty() || s < end) && (e.is_empty() || start < e)
+            })
     }
 }
 
@@ -378,7 +431,7 @@ fn check_conflicts(
     // tables.
     let last_seqno = db.last_seqno.load(Ordering::Acquire);
     // The keys of the batches ahead, kept only while a check follows.
-    let mut written: HashSet<(u32, &[u8])> = HashSet::new();
+    let mut written = Written::default();
     for i in 0..=last {
         if results[i].is_err() {
             continue;
@@ -392,7 +445,7 @@ fn check_conflicts(
         if let (true, Some(b)) = (i < last, &batches[i]) {
             // The batch was encoded by this process; decoding it cannot fail.
             for entry in b.rep.entries().map_while(Result::ok) {
-                written.insert((entry.table_id, entry.key));
+                written.add(entry);
             }
         }
     }
@@ -488,4 +541,35 @@ pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
             .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry<'a>(kind: Kind, table_id: u32, key: &'a [u8], value: &'a [u8]) -> BatchEntry<'a> {
+        BatchEntry {
+            kind,
+            table_id,
+            key,
+            value,
+        }
+    }
+
+    #[test]
+    fn the_writes_ahead_in_a_group_hold_keys_and_ranges() {
+        let mut w = Written::default();
+        w.add(entry(Kind::Put, 1, b"k", b"v"));
+        w.add(entry(Kind::RangeDelete, 2, b"b", b"d"));
+        w.add(entry(Kind::RangeDelete, 3, b"x", b""));
+        assert!(w.holds(1, b"k"));
+        assert!(!w.holds(1, b"j"));
+        assert!(w.holds(2, b"b") && w.holds(2, b"c\xff"));
+        assert!(!w.holds(2, b"d") && !w.holds(1, b"c"));
+        assert!(w.holds(3, b"zzz") && !w.holds(3, b"w"));
+        assert!(w.overlaps(1, b"a", b"l") && !w.overlaps(1, b"l", b""));
+        assert!(w.overlaps(2, b"c", b"e") && w.overlaps(2, b"", b"") && !w.overlaps(2, b"d", b""));
+        assert!(!w.overlaps(2, b"a", b"b"));
+        assert!(w.overlaps(3, b"a", b"") && !w.overlaps(3, b"a", b"x"));
+    }
 }

@@ -366,6 +366,44 @@ impl LsmTable {
         }
     }
 
+    /// Whether a write newer than `after` touched a key in `[start, end)`
+    /// (an empty `end`: to the last key): a version in a tree that holds
+    /// any newer than `after` (the others are not read), or a range
+    /// tombstone over part of the range.
+    pub(crate) fn written_in_range(&self, start: &[u8], end: &[u8], after: u64) -> Result<bool> {
+        let sv = self.super_version();
+        let overlaps = |t: &RangeTombstone| {
+            t.seqno > after
+                && (end.is_empty() || t.start.as_slice() < end)
+                && (t.end.is_empty() || start < t.end.as_slice())
+        };
+        if sv.version.range_dels.list.iter().any(overlaps) {
+            return Ok(true);
+        }
+        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+            if mem.range_dels().iter().any(overlaps) {
+                return Ok(true);
+            }
+            if mem.last_seqno.load(Ordering::Acquire) > after
+                && crate::mvcc::iter::any_newer_in_range(mem.table.iter(), start, end, after)?
+            {
+                return Ok(true);
+            }
+        }
+        let last = if end.is_empty() { None } else { Some(end) };
+        for file in sv.version.files() {
+            let reaches = file.largest_user_key() >= start
+                && last.is_none_or(|e| file.smallest_user_key() < e);
+            if file.record.seqno_max > after
+                && reaches
+                && crate::mvcc::iter::any_newer_in_range(file.sst()?.iter(), start, end, after)?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The merge of every tree of `sv`: memtables (newest first), then the
     /// runs of its version; a user cursor at `snapshot` over it reads the
     /// table. When range tombstones are there, each tree leaves out what

@@ -7,6 +7,7 @@
 //! invalid and is reported by `status`; callers check `status` whenever
 //! `valid` turns false.
 
+use super::key;
 use crate::error::Result;
 
 pub(crate) trait InternalIterator: Send {
@@ -66,4 +67,27 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     fn sources(&self) -> usize {
         (**self).sources()
     }
+}
+
+/// Whether `it` holds an entry of a key in `[start, end)` newer than
+/// `after`.
+pub(crate) fn any_newer_in_range(
+    mut it: impl InternalIterator,
+    start: &[u8],
+    end: &[u8],
+    after: u64,
+) -> Result<bool> {
+    it.seek(&key::internal_key(start, key::SEQNO_MAX, key::KIND_SEEK));
+    while it.valid() {
+        let k = it.key();
+        if !end.is_empty() && key::user_key(k) >= end {
+            break;
+        }
+        if key::trailer(k) >> 8 > after {
+            return Ok(true);
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok(false)
 }
