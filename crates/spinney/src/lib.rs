@@ -48,6 +48,12 @@
 //!
 //! let newest_first: Vec<_> = accounts.iter()?.rev().collect::<spinney::Result<_>>()?;
 //! assert_eq!(newest_first[0].0, b"bob");
+//!
+//! // A range delete: one range tombstone in the LSM table, whatever it
+//! // covers; a tombstone per key in a B-tree table. Both read the same.
+//! audit.delete_range(&b"0000"[..]..&b"0002"[..])?;
+//! let left: Vec<_> = audit.prefix(b"000")?.map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+//! assert_eq!(left, [b"0002"]);
 //! # Ok(()) }
 //! ```
 

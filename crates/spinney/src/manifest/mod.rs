@@ -628,6 +628,25 @@ mod tests {
     }
 
     #[test]
+    fn golden_bytes_of_range_tombstone_fields() {
+        let e = VersionEdit {
+            range_dels_added: vec![(
+                1,
+                RangeTombstone {
+                    seqno: 300,
+                    start: b"a".to_vec(),
+                    end: Vec::new(),
+                },
+            )],
+            range_dels_dropped: vec![(1, 300)],
+            ..VersionEdit::default()
+        };
+        let want = [12, 6, 1, 0xAC, 0x02, 1, b'a', 0, 13, 3, 1, 0xAC, 0x02];
+        assert_eq!(e.encode(), want);
+        assert_eq!(VersionEdit::decode(&want).expect("decodes"), e);
+    }
+
+    #[test]
     fn a_log_start_without_its_seqno_reads_as_the_segment_alone() {
         // Goal: manifests written before the log's start recorded the seqno
         // its records follow still open; they are checked as before.
