@@ -199,7 +199,7 @@ impl WriteBatch {
 }
 
 /// A range of user keys as `[start, end)`, an empty end for none above.
-type KeyRange = (Vec<u8>, Vec<u8>);
+pub(crate) type KeyRange = (Vec<u8>, Vec<u8>);
 
 /// The `[start, end)` of a range of user keys; None for a range that holds
 /// no key.

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use super::core::Applier;
 use super::{log, work, Core, DbInner};
-use crate::batch::WriteBatch;
+use crate::batch::{KeyRange, WriteBatch};
 use crate::error::{Error, Result};
 use crate::lsm::table::LsmTable;
 use crate::mvcc::key::Kind;
@@ -62,7 +62,7 @@ pub(crate) struct Check {
     pub keys: Vec<(Core, Vec<Vec<u8>>)>,
     /// Per table, the ranges it deleted, `[start, end)` (an empty end: to
     /// the last key): a write of any key in one since is a conflict.
-    pub ranges: Vec<(Core, Vec<(Vec<u8>, Vec<u8>)>)>,
+    pub ranges: Vec<(Core, Vec<KeyRange>)>,
 }
 
 impl Check {
