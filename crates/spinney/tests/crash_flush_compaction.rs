@@ -220,10 +220,24 @@ fn quiet_options(fs: &Arc<FaultFs>) -> Options {
 }
 
 /// One round of writes: 600 puts and deletes over 2,000 keys, so that
-/// rounds overwrite and delete each other's keys.
+/// rounds overwrite and delete each other's keys, and a range delete of a
+/// few dozen keys amid them (tombstones in the memtables, the manifest and
+/// compactions' decisions).
 fn write_round(db: &Db, table: &Table, model: &mut State, rng: &mut StdRng) {
     let mut batch = WriteBatch::new();
     for n in 0..600 {
+        if n == 300 {
+            let a = rng.gen_range(0..2000u32);
+            let (lo, hi) = (
+                format!("key{a:05}").into_bytes(),
+                format!("key{:05}", a + rng.gen_range(1..60)).into_bytes(),
+            );
+            batch.delete_range(table, lo.clone()..hi.clone());
+            let doomed: Vec<Vec<u8>> = model.range(lo..hi).map(|(k, _)| k.clone()).collect();
+            for k in doomed {
+                model.remove(&k);
+            }
+        }
         let key = format!("key{:05}", rng.gen_range(0..2000u32)).into_bytes();
         if rng.gen_bool(0.2) {
             batch.delete(table, &key);
