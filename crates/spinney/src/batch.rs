@@ -48,16 +48,49 @@ impl std::fmt::Debug for WriteBatch {
 
 impl WriteBatch {
     /// An empty batch.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let batch = spinney::WriteBatch::new();
+    /// assert!(batch.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn new() -> WriteBatch {
         WriteBatch::default()
     }
 
     /// Sets `key` to `value` in `table`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// batch.put(&t, b"k", b"v");
+    /// db.write(batch)?;
+    /// assert_eq!(t.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) {
         self.add(table, Kind::Put, key, value);
     }
 
     /// Deletes `key` from `table`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// batch.delete(&t, b"k");
+    /// db.write(batch)?;
+    /// assert_eq!(t.get(b"k")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn delete(&mut self, table: &Table, key: &[u8]) {
         self.add(table, Kind::Delete, key, &[]);
     }
@@ -118,21 +151,72 @@ impl WriteBatch {
     }
 
     /// Number of puts, deletes and range deletes.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// batch.put(&t, b"a", b"1");
+    /// batch.delete(&t, b"b");
+    /// batch.delete_range(&t, &b"c"[..]..&b"d"[..]);
+    /// assert_eq!(batch.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.rep.count() as usize
     }
 
     /// True when the batch holds no writes.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// assert!(batch.is_empty());
+    /// batch.put(&t, b"a", b"1");
+    /// assert!(!batch.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.rep.count() == 0
     }
 
     /// Bytes of the batch as the log stores it.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// let empty = batch.encoded_len();
+    /// batch.put(&t, b"key", b"value");
+    /// assert!(batch.encoded_len() >= empty + 8);
+    /// # Ok(()) }
+    /// ```
     pub fn encoded_len(&self) -> usize {
         self.rep.byte_len()
     }
 
     /// Empties the batch for reuse.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// batch.put(&t, b"draft", b"v");
+    /// batch.clear(); // changed our mind
+    /// batch.put(&t, b"final", b"v");
+    /// db.write(batch)?;
+    /// assert_eq!(t.get(b"draft")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn clear(&mut self) {
         self.rep.clear();
         self.tables.clear();

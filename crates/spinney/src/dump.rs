@@ -13,6 +13,23 @@ use crate::wal::reader::{LogReader, Read};
 
 /// Writes a description of the file at `path` to `out`. The kind of file is
 /// told by its name: `*.sst`, `*.btree`, `*.wal`, `MANIFEST-*`, `CURRENT`.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// db.flush()?;
+/// let sst = std::fs::read_dir(dir.path()).unwrap()
+///     .map(|e| e.unwrap().path())
+///     .find(|p| p.extension().is_some_and(|x| x == "sst"))
+///     .unwrap();
+/// let mut out = Vec::new();
+/// spinney::dump(&sst, &mut out)?;
+/// assert!(String::from_utf8_lossy(&out).contains("\"k\""));
+/// # Ok(()) }
+/// ```
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     let fs = OsFs::new();
     let name = path

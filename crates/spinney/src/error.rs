@@ -10,9 +10,33 @@ use std::io;
 use std::path::PathBuf;
 
 /// The result type of every fallible spinney operation.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// fn first_key(t: &spinney::Table) -> spinney::Result<Option<Vec<u8>>> {
+///     Ok(t.iter()?.next().transpose()?.map(|(k, _)| k))
+/// }
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// assert_eq!(first_key(&t)?, None);
+/// # Ok(()) }
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// match t.put(&vec![0u8; spinney::limits::KEY_BYTES_MAX + 1], b"") {
+///     Err(spinney::Error::InvalidArgument(why)) => assert!(why.contains("longer than the limit")),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -101,12 +125,30 @@ impl Error {
     }
 
     /// True when the error means bytes on disk are damaged.
+    ///
+    /// ```
+    /// let e = spinney::Error::InvalidArgument("a key too long".into());
+    /// assert!(!e.is_corruption());
+    /// ```
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }
 
     /// True when the error is a transaction's conflict: running the
     /// transaction again may succeed.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"k", b"mine")?;
+    /// t.put(b"k", b"theirs")?;
+    /// let e = tx.commit().unwrap_err();
+    /// assert!(e.is_conflict()); // run it again (`Db::transact` does)
+    /// # Ok(()) }
+    /// ```
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Conflict { .. })
     }

@@ -57,6 +57,12 @@
 //! # Ok(()) }
 //! ```
 
+/// The README's example, compiled with the doc tests (not run: it writes
+/// to `/tmp/bank`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExample;
+
 mod batch;
 pub(crate) mod btree;
 pub(crate) mod cache;

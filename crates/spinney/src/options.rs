@@ -9,6 +9,18 @@ use crate::fs::{Fs, OsFs};
 use crate::limits;
 
 /// How much a commit promises to survive. After SQLite4 LSM's safety levels.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options {
+///     durability: spinney::Durability::Full, // each commit synced before it returns
+///     ..spinney::Options::default()
+/// })?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Durability {
     /// The log is written in large pieces and never synced on commit. A crash
@@ -26,6 +38,15 @@ pub enum Durability {
 }
 
 /// The structure that stores a table.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::btree())?;
+/// assert_eq!(t.options().kind, spinney::TableKind::Btree);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
@@ -41,6 +62,10 @@ pub enum TableKind {
 
 impl TableKind {
     /// The lowercase name ("lsm", "btree").
+    ///
+    /// ```
+    /// assert_eq!(spinney::TableKind::Btree.name(), "btree");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             TableKind::Lsm => "lsm",
@@ -50,6 +75,20 @@ impl TableKind {
 }
 
 /// Block compression of a table's files.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions {
+///     compression: spinney::Compression::Zstd,
+///     ..spinney::TableOptions::lsm()
+/// })?;
+/// t.put(b"k", &[b'x'; 1000])?;
+/// db.flush()?;
+/// assert_eq!(t.get(b"k")?, Some(vec![b'x'; 1000]));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Compression {
     /// Blocks are stored as they are.
@@ -63,6 +102,10 @@ pub enum Compression {
 
 impl Compression {
     /// The lowercase name ("none", "lz4", "zstd").
+    ///
+    /// ```
+    /// assert_eq!(spinney::Compression::Lz4.name(), "lz4");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",
@@ -73,6 +116,19 @@ impl Compression {
 }
 
 /// How recovery treats a damaged write-ahead log.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// db.close()?;
+/// drop(db);
+/// let db = spinney::Db::open(dir.path(), spinney::Options {
+///     wal_recovery: spinney::WalRecovery::PointInTime,
+///     ..spinney::Options::default()
+/// })?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum WalRecovery {
     /// A torn record at the very end of the log (a crash in the middle of an
@@ -87,6 +143,10 @@ pub enum WalRecovery {
 }
 
 /// How an LSM table merges its sorted runs.
+///
+/// ```
+/// assert_eq!(spinney::CompactionOptions::leveled().style, spinney::CompactionStyle::Leveled);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CompactionStyle {
     /// L0 holds overlapping sorted runs; each deeper level is one sorted run
@@ -102,6 +162,10 @@ pub enum CompactionStyle {
 
 impl CompactionStyle {
     /// The lowercase name ("leveled", "tiered").
+    ///
+    /// ```
+    /// assert_eq!(spinney::CompactionStyle::Tiered.name(), "tiered");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             CompactionStyle::Leveled => "leveled",
@@ -111,6 +175,18 @@ impl CompactionStyle {
 }
 
 /// How an LSM table compacts. Part of the table's options, kept in the catalog.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions {
+///     compaction: spinney::CompactionOptions { l0_trigger: 8, ..spinney::CompactionOptions::leveled() },
+///     ..spinney::TableOptions::lsm()
+/// })?;
+/// assert_eq!(t.options().compaction.l0_trigger, 8);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionOptions {
     /// Leveled or tiered.
@@ -152,6 +228,18 @@ impl Default for CompactionOptions {
 impl CompactionOptions {
     /// Leveled defaults: L0 trigger 4, fanout 10, 64 MiB base level, dynamic
     /// level sizing, 8 MiB files.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions {
+    ///     compaction: spinney::CompactionOptions { fanout: 8, ..spinney::CompactionOptions::leveled() },
+    ///     ..spinney::TableOptions::lsm()
+    /// })?;
+    /// assert_eq!(t.options().compaction.fanout, 8);
+    /// # Ok(()) }
+    /// ```
     pub fn leveled() -> Self {
         CompactionOptions {
             style: CompactionStyle::Leveled,
@@ -169,6 +257,18 @@ impl CompactionOptions {
 
     /// Tiered defaults: merge at 4 runs, size ratio 1%, widths 2 to 32,
     /// full merge past 200% space amplification.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions {
+    ///     compaction: spinney::CompactionOptions::tiered(),
+    ///     ..spinney::TableOptions::lsm()
+    /// })?;
+    /// assert_eq!(t.options().compaction.style, spinney::CompactionStyle::Tiered);
+    /// # Ok(()) }
+    /// ```
     pub fn tiered() -> Self {
         CompactionOptions {
             style: CompactionStyle::Tiered,
@@ -248,6 +348,19 @@ impl CompactionOptions {
 }
 
 /// Options of one table, fixed when it is created and kept in the catalog.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions {
+///     bloom_bits_per_key: 16,
+///     write_buffer_size: 16 << 20,
+///     ..spinney::TableOptions::lsm()
+/// })?;
+/// assert_eq!(t.options().bloom_bits_per_key, 16);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableOptions {
     /// The table's structure.
@@ -284,11 +397,32 @@ impl Default for TableOptions {
 
 impl TableOptions {
     /// Defaults for an LSM table with leveled compaction.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("events", spinney::TableOptions::lsm())?;
+    /// assert_eq!(t.options().kind, spinney::TableKind::Lsm);
+    /// # Ok(()) }
+    /// ```
     pub fn lsm() -> Self {
         TableOptions::default()
     }
 
     /// Defaults for a B-tree table.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("accounts", spinney::TableOptions {
+    ///     page_size: 16384,
+    ///     ..spinney::TableOptions::btree()
+    /// })?;
+    /// assert_eq!(t.options().kind, spinney::TableKind::Btree);
+    /// # Ok(()) }
+    /// ```
     pub fn btree() -> Self {
         TableOptions {
             kind: TableKind::Btree,
@@ -297,6 +431,15 @@ impl TableOptions {
     }
 
     /// Defaults for an LSM table with tiered compaction.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("log", spinney::TableOptions::tiered())?;
+    /// assert_eq!(t.options().compaction.style, spinney::CompactionStyle::Tiered);
+    /// # Ok(()) }
+    /// ```
     pub fn tiered() -> Self {
         TableOptions {
             compaction: CompactionOptions::tiered(),
@@ -345,6 +488,18 @@ impl TableOptions {
     }
 
     /// The longest user key the table takes.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let b = spinney::TableOptions::btree();
+    /// let long = vec![b'k'; b.max_key_len() + 1];
+    /// let t = db.create_table("t", b)?;
+    /// assert!(t.put(&long, b"").is_err()); // refused, as `get` refuses it
+    /// assert!(spinney::TableOptions::lsm().max_key_len() >= t.options().max_key_len());
+    /// # Ok(()) }
+    /// ```
     pub fn max_key_len(&self) -> usize {
         match self.kind {
             TableKind::Lsm => limits::KEY_BYTES_MAX,
@@ -356,6 +511,16 @@ impl TableOptions {
 /// When writers to an LSM table slow down and when they wait, so that memory
 /// and read cost stay bounded while background work is behind. Each
 /// threshold is per table. Stalls are counted in `Stats`.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options {
+///     backpressure: spinney::Backpressure { l0_slowdown_runs: 30, ..spinney::Backpressure::default() },
+///     ..spinney::Options::default()
+/// })?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backpressure {
     /// Writers wait while a table has this many frozen memtables and a full
@@ -409,6 +574,18 @@ impl Backpressure {
 }
 
 /// Options of a database, given at each open.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options {
+///     cache_size: 256 << 20,
+///     background_threads: 1,
+///     ..spinney::Options::default()
+/// })?;
+/// assert_eq!(db.path(), dir.path());
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Options {
     /// Create the directory and an empty database when none exists.
@@ -554,6 +731,19 @@ impl Options {
 }
 
 /// Options of one write.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// // This one commit synced, whatever the database's durability.
+/// let full = spinney::WriteOptions { durability: Some(spinney::Durability::Full) };
+/// let mut batch = spinney::WriteBatch::new();
+/// batch.put(&t, b"k", b"v");
+/// db.write_with(batch, full)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {
     /// Overrides the database's durability for this commit.

@@ -107,32 +107,109 @@ thread_local! {
 impl ReadContext {
     /// Starts counting the reads of this thread. The counters keep the values
     /// they had; call [`ReadContext::reset`] to start from zero.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// spinney::ReadContext::enable();
+    /// spinney::ReadContext::reset();
+    /// t.get(b"k")?;
+    /// let counts = spinney::ReadContext::take();
+    /// spinney::ReadContext::disable();
+    /// assert_eq!(counts.gets, 1);
+    /// assert!(counts.trees_searched >= 1);
+    /// # Ok(()) }
+    /// ```
     pub fn enable() {
         ENABLED.set(true);
     }
 
     /// Stops counting the reads of this thread. The counters keep their
     /// values.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// spinney::ReadContext::enable();
+    /// spinney::ReadContext::disable();
+    /// spinney::ReadContext::reset();
+    /// t.get(b"k")?;
+    /// assert_eq!(spinney::ReadContext::current().gets, 0); // not counted
+    /// # Ok(()) }
+    /// ```
     pub fn disable() {
         ENABLED.set(false);
     }
 
     /// True when this thread counts its reads.
+    ///
+    /// ```
+    /// spinney::ReadContext::enable();
+    /// assert!(spinney::ReadContext::is_enabled());
+    /// spinney::ReadContext::disable();
+    /// assert!(!spinney::ReadContext::is_enabled());
+    /// ```
     pub fn is_enabled() -> bool {
         ENABLED.get()
     }
 
     /// This thread's counts so far.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// spinney::ReadContext::enable();
+    /// spinney::ReadContext::reset();
+    /// t.get(b"a")?;
+    /// t.get(b"b")?;
+    /// assert_eq!(spinney::ReadContext::current().gets, 2); // and it keeps counting
+    /// spinney::ReadContext::disable();
+    /// # Ok(()) }
+    /// ```
     pub fn current() -> ReadContext {
         COUNTS.get()
     }
 
     /// This thread's counts so far; the counters are reset to zero.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// spinney::ReadContext::enable();
+    /// spinney::ReadContext::reset();
+    /// t.get(b"a")?;
+    /// assert_eq!(spinney::ReadContext::take().gets, 1);
+    /// assert_eq!(spinney::ReadContext::current().gets, 0); // zero again
+    /// spinney::ReadContext::disable();
+    /// # Ok(()) }
+    /// ```
     pub fn take() -> ReadContext {
         COUNTS.replace(ZERO)
     }
 
     /// Sets this thread's counters to zero.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// spinney::ReadContext::enable();
+    /// t.get(b"a")?;
+    /// spinney::ReadContext::reset();
+    /// assert_eq!(spinney::ReadContext::current().gets, 0);
+    /// spinney::ReadContext::disable();
+    /// # Ok(()) }
+    /// ```
     pub fn reset() {
         COUNTS.set(ZERO);
     }

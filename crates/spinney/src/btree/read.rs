@@ -100,6 +100,17 @@ pub(crate) enum Lookup {
 }
 
 /// The shape of a B-tree table.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::btree())?;
+/// t.put(b"k", b"v")?;
+/// let b: spinney::BtreeShape = t.shape()?.btree.unwrap();
+/// assert_eq!((b.height, b.entries), (1, 1));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BtreeShape {

@@ -113,6 +113,19 @@ pub(crate) trait Entry: Any + Send + Sync {
 pub(crate) type HandedBack = (CacheKey, Arc<dyn Entry>, u64);
 
 /// Hit and miss counters of the cache.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// db.flush()?;
+/// t.get(b"k")?;
+/// let c: spinney::CacheStats = db.stats().cache;
+/// assert!(c.hits + c.misses >= 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CacheStats {

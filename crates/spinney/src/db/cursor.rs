@@ -132,6 +132,26 @@ impl InternalIterator for TableIter {
 
 /// A movable position in a table: seek, step both ways, read the entry.
 /// It sees one consistent state, the one of its creation (or its snapshot).
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// for k in [b"a", b"b", b"c"] {
+///     t.put(k, k)?;
+/// }
+/// let mut cursor: spinney::Cursor = t.cursor()?;
+/// cursor.seek_to_first();
+/// let mut keys = Vec::new();
+/// while cursor.valid() {
+///     keys.push(cursor.key().to_vec());
+///     cursor.next();
+/// }
+/// cursor.status()?;
+/// assert_eq!(keys, [b"a", b"b", b"c"]);
+/// # Ok(()) }
+/// ```
 pub struct Cursor {
     pub(super) inner: UserCursor<TableIter>,
     pub(super) _pin: Pin,
@@ -171,52 +191,198 @@ pub(super) enum Pin {
 
 impl Cursor {
     /// True when on an entry.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// assert!(!c.valid()); // not positioned yet
+    /// c.seek_to_first();
+    /// assert!(c.valid());
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn valid(&self) -> bool {
         self.inner.valid()
     }
     /// The current key. Empty when not valid.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek(b"b");
+    /// assert_eq!(c.key(), b"b");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn key(&self) -> &[u8] {
         self.inner.key()
     }
     /// The current value. Empty when not valid.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek(b"c");
+    /// assert_eq!(c.value(), b"c");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn value(&self) -> &[u8] {
         self.inner.value()
     }
     /// The first entry.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek_to_first();
+    /// assert_eq!(c.key(), b"a");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn seek_to_first(&mut self) {
         self.inner.seek_to_first()
     }
     /// The last entry.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek_to_last();
+    /// assert_eq!(c.key(), b"c");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn seek_to_last(&mut self) {
         self.inner.seek_to_last()
     }
     /// The first entry with a key `>= key`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek(b"bb"); // the first key at or after "bb"
+    /// assert_eq!(c.key(), b"c");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn seek(&mut self, key: &[u8]) {
         self.inner.seek(key)
     }
     /// The last entry with a key `<= key`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek_for_prev(b"bb"); // the last key at or before "bb"
+    /// assert_eq!(c.key(), b"b");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.inner.seek_for_prev(key)
     }
     /// The next entry.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek_to_first();
+    /// c.next();
+    /// assert_eq!(c.key(), b"b");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn next(&mut self) {
         self.inner.next()
     }
     /// The previous entry.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek_to_last();
+    /// c.prev();
+    /// assert_eq!(c.key(), b"b");
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn prev(&mut self) {
         self.inner.prev()
     }
     /// The error that stopped the cursor, if any. Check it when `valid()`
     /// turns false: a corrupt block ends iteration with an error, not silently.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut c = t.cursor()?;
+    /// c.seek_to_first();
+    /// while c.valid() {
+    ///     c.next();
+    /// }
+    /// c.status()?; // the end of the table, not an error
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn status(&self) -> Result<()> {
         self.inner.status()
@@ -225,6 +391,20 @@ impl Cursor {
 
 /// The entries of a key range, as a double-ended iterator of
 /// `Result<(key, value)>`. Forward and backward ends meet without overlap.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// for k in [b"a", b"b", b"c"] {
+///     t.put(k, k)?;
+/// }
+/// let range: spinney::Range = t.range(&b"b"[..]..)?;
+/// let back: Vec<_> = range.rev().map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+/// assert_eq!(back, [b"c", b"b"]);
+/// # Ok(()) }
+/// ```
 pub struct Range {
     front: Cursor,
     back: Option<Cursor>,

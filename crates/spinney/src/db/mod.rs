@@ -65,6 +65,24 @@ pub(crate) const READ_ONLY_OPEN: &str = "the database was opened read-only (Opti
 
 /// How many times `Db::transact` runs a transaction that keeps meeting
 /// conflicts before it returns the conflict.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// // A closure that always conflicts gives up after this many runs.
+/// let mut runs = 0;
+/// let e = db.transact(|tx| {
+///     runs += 1;
+///     tx.put(&t, b"k", b"mine")?;
+///     t.put(b"k", b"theirs")?; // another commit after the snapshot
+///     Ok(())
+/// }).unwrap_err();
+/// assert!(e.is_conflict());
+/// assert_eq!(runs, spinney::TRANSACT_ATTEMPTS);
+/// # Ok(()) }
+/// ```
 pub const TRANSACT_ATTEMPTS: u32 = 1000;
 
 pub(crate) struct VersionSet {
@@ -320,6 +338,16 @@ impl std::fmt::Debug for Db {
 }
 
 /// A table's name, kind and options, as the catalog records them.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// db.create_table("t", spinney::TableOptions::btree())?;
+/// let info: spinney::TableInfo = db.tables().remove(0);
+/// assert_eq!((info.name.as_str(), info.options.kind), ("t", spinney::TableKind::Btree));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableInfo {
     /// The table's name.
@@ -335,6 +363,21 @@ impl Db {
     /// CURRENT (it would otherwise make a new, empty database over them);
     /// this is the way back. Refused if `path` has a CURRENT or no manifest
     /// reads; `Error::Locked` if a `Db` has it open. Run `verify` after.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// db.create_table("t", spinney::TableOptions::lsm())?;
+    /// db.close()?;
+    /// drop(db);
+    /// std::fs::remove_file(dir.path().join("CURRENT")).unwrap(); // lost
+    /// let manifest = spinney::Db::recover_current(dir.path(), &spinney::Options::default())?;
+    /// assert!(manifest.starts_with("MANIFEST-"));
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// db.table("t")?;
+    /// # Ok(()) }
+    /// ```
     pub fn recover_current(path: impl AsRef<Path>, options: &Options) -> Result<String> {
         open::recover_current(path.as_ref(), options)
     }
@@ -507,6 +550,17 @@ impl Db {
     }
 
     /// The table named `name`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// db.create_table("orders", spinney::TableOptions::btree())?;
+    /// let orders = db.table("orders")?;
+    /// assert_eq!(orders.name(), "orders");
+    /// assert!(db.table("missing").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn table(&self, name: &str) -> Result<Table> {
         self.inner.check_open()?;
         Ok(Table {
@@ -520,6 +574,18 @@ impl Db {
     /// of the page size asked for (both are fixed when a table is created):
     /// `InvalidArgument` says which differs. Its other options are the ones
     /// it was created with (`Table::options`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let a = db.open_table("events", spinney::TableOptions::lsm())?; // created
+    /// let b = db.open_table("events", spinney::TableOptions::lsm())?; // opened
+    /// assert_eq!(a.name(), b.name());
+    /// // Of another kind: refused, not silently the LSM table.
+    /// assert!(db.open_table("events", spinney::TableOptions::btree()).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn open_table(&self, name: &str, options: TableOptions) -> Result<Table> {
         let table = match self.table(name) {
             Err(Error::NoSuchTable(_)) => return self.create_table(name, options),
@@ -542,6 +608,17 @@ impl Db {
     }
 
     /// Every table, by name.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// db.create_table("a", spinney::TableOptions::lsm())?;
+    /// db.create_table("b", spinney::TableOptions::btree())?;
+    /// let names: Vec<String> = db.tables().into_iter().map(|t| t.name).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// # Ok(()) }
+    /// ```
     pub fn tables(&self) -> Vec<TableInfo> {
         // The catalog is ordered by name.
         let vs = self.inner.vs.lock();
@@ -555,6 +632,18 @@ impl Db {
     }
 
     /// Drops a table and, once no reader needs them, its files.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("scratch", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.drop_table("scratch")?;
+    /// assert!(db.table("scratch").is_err());
+    /// assert!(t.get(b"k").is_err()); // a handle to a dropped table refuses
+    /// # Ok(()) }
+    /// ```
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let inner = &self.inner;
         inner.check_writable()?;
@@ -584,6 +673,19 @@ impl Db {
     }
 
     /// Commits a batch with the database's durability.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut batch = spinney::WriteBatch::new();
+    /// batch.put(&t, b"a", b"1");
+    /// batch.put(&t, b"b", b"2");
+    /// db.write(batch)?; // both or neither
+    /// assert_eq!(t.get(b"b")?, Some(b"2".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         write::write(&self.inner, batch, WriteOptions::default())
     }
@@ -629,6 +731,21 @@ impl Db {
     /// Begins a transaction over any tables of this database: it reads as
     /// of now with its own writes over that, and commits them whole or
     /// not at all (`Transaction`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"n", b"1")?;
+    /// let mut tx = db.begin();
+    /// let n = tx.get_for_update(&t, b"n")?.unwrap_or_default();
+    /// let next = (String::from_utf8_lossy(&n).parse::<u32>().unwrap_or(0) + 1).to_string();
+    /// tx.put(&t, b"n", next.as_bytes())?;
+    /// tx.commit()?;
+    /// assert_eq!(t.get(b"n")?, Some(b"2".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn begin(&self) -> Transaction {
         Transaction::new(&self.inner)
     }
@@ -683,6 +800,18 @@ impl Db {
     /// Flushes every LSM table's memtables to SSTs and checkpoints every
     /// B-tree table, and waits for it: everything committed so far is then
     /// in the tables' files.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// assert_eq!(t.shape()?.memtable_entries, 0);
+    /// assert_eq!(t.shape()?.l0_runs, 1);
+    /// # Ok(()) }
+    /// ```
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
         for t in self.inner.lsm_tables() {
@@ -695,6 +824,17 @@ impl Db {
     /// copy-on-write and makes the new image durable, so that the log before
     /// it is no longer needed. Runs in the background every
     /// `Options::checkpoint_wal_bytes` of log too.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"k", b"v")?;
+    /// db.checkpoint()?;
+    /// assert!(db.stats().tables[0].btree.as_ref().is_some_and(|b| b.checkpoints >= 1));
+    /// # Ok(()) }
+    /// ```
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.check_writable()?;
         for t in self.inner.btrees() {
@@ -705,6 +845,20 @@ impl Db {
 
     /// Blocks until no flush or compaction is pending or running. With
     /// `background_threads = 0`, the calling thread does the work.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for i in 0..1000u32 {
+    ///     t.put(&i.to_be_bytes(), b"v")?;
+    /// }
+    /// db.flush()?;
+    /// db.wait_for_compaction()?; // nothing pending or running now
+    /// assert_eq!(t.iter()?.count(), 1000);
+    /// # Ok(()) }
+    /// ```
     pub fn wait_for_compaction(&self) -> Result<()> {
         work::wait_idle(&self.inner)
     }
@@ -760,11 +914,30 @@ impl Db {
     /// the level invariants; returns the number of entries checked. A
     /// read-only open counts too the log's entries it replayed that no
     /// file holds (their records were checked as they were replayed).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// assert_eq!(db.verify()?, 1);
+    /// # Ok(()) }
+    /// ```
     pub fn verify(&self) -> Result<u64> {
         work::verify(&self.inner)
     }
 
     /// The directory of the database.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// assert_eq!(db.path(), dir.path());
+    /// # Ok(()) }
+    /// ```
     pub fn path(&self) -> &Path {
         &self.inner.dir
     }
@@ -775,6 +948,19 @@ impl Db {
     /// Callable through a shared handle (an `Arc<Db>`): every later call on
     /// the database or its tables returns `Error::Closed`, and a second
     /// close returns `Ok`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let db = std::sync::Arc::new(db);
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.close()?; // through the shared handle
+    /// assert!(t.get(b"k").is_err()); // closed
+    /// db.close()?; // a second close is Ok
+    /// # Ok(()) }
+    /// ```
     pub fn close(&self) -> Result<()> {
         self.shutdown()
     }

@@ -16,6 +16,18 @@ use crate::error::Result;
 
 /// A frozen view of the whole database: reads through it see the state at
 /// the moment it was taken, whatever is written after.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"1")?;
+/// let snapshot: spinney::Snapshot = db.snapshot();
+/// t.put(b"k", b"2")?;
+/// assert_eq!(snapshot.get(&t, b"k")?, Some(b"1".to_vec())); // until it is dropped
+/// # Ok(()) }
+/// ```
 pub struct Snapshot {
     pub(super) db: Arc<DbInner>,
     pub(super) seqno: u64,
@@ -44,17 +56,58 @@ impl Snapshot {
     }
 
     /// The value of `key` in `table` as of the snapshot.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"old")?;
+    /// let snap = db.snapshot();
+    /// t.put(b"k", b"new")?;
+    /// assert_eq!(snap.get(&t, b"k")?, Some(b"old".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         table.get_at(key, Some(self))
     }
 
     /// The value of `key` in `table` as of the snapshot, read into `value`
     /// (cleared first) as `Table::get_into` does; true if present.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"old")?;
+    /// let snap = db.snapshot();
+    /// t.delete(b"k")?;
+    /// let mut buf = Vec::new();
+    /// assert!(snap.get_into(&t, b"k", &mut buf)?);
+    /// assert_eq!(buf, b"old");
+    /// # Ok(()) }
+    /// ```
     pub fn get_into(&self, table: &Table, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
         table.get_into_at(key, value, Some(self))
     }
 
     /// The entries of `table` in `range` as of the snapshot.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let snap = db.snapshot();
+    /// t.delete(b"b")?;
+    /// let keys: Vec<_> = snap.range(&t, &b"a"[..]..&b"c"[..])?.map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+    /// assert_eq!(keys, [b"a", b"b"]);
+    /// # Ok(()) }
+    /// ```
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         table: &Table,
@@ -67,18 +120,56 @@ impl Snapshot {
 
     /// Every entry of `table` as of the snapshot, in key order (reverse
     /// with `.rev()`): `range(table, ..)`, as `Table::iter` is.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let snap = db.snapshot();
+    /// t.put(b"d", b"d")?;
+    /// assert_eq!(snap.iter(&t)?.count(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn iter(&self, table: &Table) -> Result<Range> {
         Range::new(table, Some(self), Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The entries of `table` whose keys begin with `prefix`, as of the
     /// snapshot (as `Table::prefix`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"user/1", b"")?;
+    /// t.put(b"user/2", b"")?;
+    /// let snap = db.snapshot();
+    /// t.put(b"user/3", b"")?;
+    /// assert_eq!(snap.prefix(&t, b"user/")?.count(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn prefix(&self, table: &Table, prefix: &[u8]) -> Result<Range> {
         let (lower, upper) = prefix_bounds(prefix);
         Range::new(table, Some(self), lower, upper)
     }
 
     /// The sequence number the snapshot reads at.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let before = db.snapshot();
+    /// t.put(b"k", b"v")?;
+    /// assert!(db.snapshot().seqno() > before.seqno());
+    /// # Ok(()) }
+    /// ```
     pub fn seqno(&self) -> u64 {
         self.seqno
     }

@@ -16,6 +16,18 @@ use crate::options::{CompactionStyle, TableKind};
 /// One level of an LSM table, with its compaction figures (after RocksDB's
 /// `rocksdb.stats`). The figures of a level count the compactions that wrote
 /// into it; L0's count flushes.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// db.flush()?;
+/// let l0: &spinney::LevelStats = &db.stats().tables[0].levels[0];
+/// assert_eq!(l0.files, 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LevelStats {
@@ -47,6 +59,22 @@ pub struct LevelStats {
 impl LevelStats {
     /// Bytes written per byte read from the level above (for L0: 1 when
     /// anything was flushed). RocksDB's W-Amp column.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for i in 0..2000u32 {
+    ///     t.put(&i.to_be_bytes(), &[7; 100])?;
+    /// }
+    /// db.flush()?;
+    /// t.compact_all()?;
+    /// let stats = db.stats();
+    /// let l0 = &stats.tables[0].levels[0];
+    /// assert_eq!(l0.write_amplification(), 1.0); // flushed once
+    /// # Ok(()) }
+    /// ```
     pub fn write_amplification(&self) -> f64 {
         if self.level == 0 {
             return if self.written_bytes > 0 { 1.0 } else { 0.0 };
@@ -59,6 +87,18 @@ impl LevelStats {
 }
 
 /// Figures of one table.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// db.flush()?;
+/// let s: spinney::TableStats = db.stats().tables.remove(0);
+/// assert_eq!((s.name.as_str(), s.flushes), ("t", 1));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TableStats {
@@ -96,6 +136,18 @@ pub struct TableStats {
 
 /// Figures of a B-tree table: its pages in the cache and on disk, and its
 /// checkpoints.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::btree())?;
+/// t.put(b"k", b"v")?;
+/// db.checkpoint()?;
+/// let b: spinney::BtreeStats = db.stats().tables[0].btree.clone().unwrap();
+/// assert!(b.checkpoints >= 1 && b.page_size == 8192);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BtreeStats {
@@ -130,6 +182,18 @@ pub struct BtreeStats {
 }
 
 /// The shape of an LSM table: what a read must search.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// let shape: spinney::Shape = t.shape()?;
+/// println!("{shape}"); // a table of its trees
+/// assert_eq!(shape.memtable_entries, 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Shape {
@@ -157,6 +221,18 @@ pub struct Shape {
 
 impl Shape {
     /// Trees a point read may search: memtables, L0 runs, non-empty levels.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// // The memtable and one L0 run.
+    /// assert_eq!(t.shape()?.trees(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn trees(&self) -> usize {
         if self.btree.is_some() {
             return 1;
@@ -168,6 +244,19 @@ impl Shape {
 }
 
 /// One level beyond L0 in a `Shape`.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// t.compact_all()?;
+/// let shape = t.shape()?;
+/// let deepest: &spinney::ShapeLevel = shape.levels.iter().rev().find(|l| l.files > 0).unwrap();
+/// assert_eq!(deepest.files, 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ShapeLevel {
@@ -230,6 +319,17 @@ impl fmt::Display for Shape {
 }
 
 /// A copy of the database's figures at one moment.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// let stats: spinney::Stats = db.stats();
+/// assert!(stats.commits >= 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Stats {
@@ -278,6 +378,15 @@ pub struct Stats {
 
 impl Stats {
     /// Stalls of either kind: slowdowns plus stops.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let stats = db.stats();
+    /// assert_eq!(stats.stalls(), stats.slowdowns + stats.stops);
+    /// # Ok(()) }
+    /// ```
     pub fn stalls(&self) -> u64 {
         self.slowdowns + self.stops
     }

@@ -20,6 +20,17 @@ use crate::options::{TableOptions, WriteOptions};
 
 /// A handle on one table. Cheap to clone; valid until the table is dropped
 /// or the database closed.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let users: spinney::Table = db.create_table("users", spinney::TableOptions::btree())?;
+/// let same = db.table("users")?; // handles are cheap to clone and share
+/// users.put(b"u1", b"ada")?;
+/// assert_eq!(same.get(b"u1")?, Some(b"ada".to_vec()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Table {
     pub(crate) db: Arc<DbInner>,
@@ -49,11 +60,29 @@ impl Table {
     }
 
     /// The table's name.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// assert_eq!(t.name(), "t");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         self.core.name()
     }
 
     /// The table's options.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// assert_eq!(t.options().kind, spinney::TableKind::Btree);
+    /// # Ok(()) }
+    /// ```
     pub fn options(&self) -> &TableOptions {
         self.core.options()
     }
@@ -126,6 +155,18 @@ impl Table {
     }
 
     /// Deletes `key` (not an error if it is absent).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// t.delete(b"k")?;
+    /// t.delete(b"never there")?; // not an error
+    /// assert_eq!(t.get(b"k")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(self, key);
@@ -155,6 +196,17 @@ impl Table {
     }
 
     /// The value of `key`, if present.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"k", b"v")?;
+    /// assert_eq!(t.get(b"k")?, Some(b"v".to_vec()));
+    /// assert_eq!(t.get(b"other")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_at(key, None)
     }
@@ -234,6 +286,29 @@ impl Table {
     }
 
     /// A cursor with bounds and, optionally, a snapshot.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let snap = db.snapshot();
+    /// t.put(b"bb", b"")?;
+    /// let options = spinney::ReadOptions {
+    ///     snapshot: Some(&snap),
+    ///     lower: std::ops::Bound::Included(b"b".to_vec()),
+    ///     ..spinney::ReadOptions::default()
+    /// };
+    /// let mut c = t.cursor_with(&options)?;
+    /// c.seek_to_first();
+    /// assert_eq!(c.key(), b"b");
+    /// c.next();
+    /// assert_eq!(c.key(), b"c"); // "bb" came after the snapshot
+    /// # Ok(()) }
+    /// ```
     pub fn cursor_with(&self, options: &ReadOptions<'_>) -> Result<Cursor> {
         self.check()?;
         let (pin, seqno) = self.pin(options.snapshot)?;
@@ -275,6 +350,19 @@ impl Table {
     }
 
     /// Every entry, in key order.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let keys: Vec<_> = t.iter()?.map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+    /// assert_eq!(keys, [b"a", b"b", b"c"]);
+    /// # Ok(()) }
+    /// ```
     pub fn iter(&self) -> Result<Range> {
         Range::new(self, None, Bound::Unbounded, Bound::Unbounded)
     }
@@ -302,6 +390,17 @@ impl Table {
 
     /// Flushes this table's memtables to SSTs (LSM), or checkpoints it
     /// (B-tree), and waits for it.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// t.flush()?;
+    /// assert_eq!(t.shape()?.l0_runs, 1);
+    /// # Ok(()) }
+    /// ```
     pub fn flush(&self) -> Result<()> {
         self.check()?;
         self.db.check_writable()?;
@@ -309,6 +408,17 @@ impl Table {
     }
 
     /// Checkpoints this table (B-tree tables; the same as `flush`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"k", b"v")?;
+    /// t.checkpoint()?; // its image on disk holds "k" now
+    /// assert_eq!(t.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn checkpoint(&self) -> Result<()> {
         self.flush()
     }
@@ -319,6 +429,23 @@ impl Table {
     /// and packed, and the pages at the end of its file moved to free pages
     /// before them, so that the file is cut to about the pages in use
     /// (several checkpoints; writers wait for each step, readers do not).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for run in 0..3u8 {
+    ///     t.put(&[run], b"v")?;
+    ///     t.flush()?;
+    /// }
+    /// assert_eq!(t.shape()?.l0_runs, 3);
+    /// t.compact_all()?;
+    /// let shape = t.shape()?;
+    /// assert_eq!(shape.l0_runs, 0);
+    /// assert_eq!(shape.levels.iter().filter(|l| l.files > 0).count(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn compact_all(&self) -> Result<()> {
         self.flush()?;
         self.core.compact(&self.db, work::Manual::All)
@@ -329,6 +456,18 @@ impl Table {
     /// (L1, or with dynamic level sizing the highest level in use); for
     /// tiered tables and deeper levels, `level + 1`. Does nothing when the
     /// level is empty. The memtables are not flushed (see `flush`).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// t.flush()?;
+    /// t.compact_level(0)?;
+    /// assert_eq!(t.shape()?.l0_runs, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn compact_level(&self, level: usize) -> Result<()> {
         self.check()?;
         self.db.check_writable()?;
@@ -344,6 +483,18 @@ impl Table {
     /// The table's shape now. LSM: memtables, L0 runs, and each deeper
     /// level. B-tree: `Shape::btree` (height, pages, fill; it reads every
     /// page of the tree).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// let shape = t.shape()?;
+    /// assert_eq!(shape.memtable_entries, 1);
+    /// assert!(shape.btree.is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn shape(&self) -> Result<Shape> {
         self.check()?;
         self.core.shape()
@@ -378,6 +529,24 @@ pub(super) fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
 }
 
 /// Options of a read.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// for k in [b"a", b"b", b"c"] {
+///     t.put(k, k)?;
+/// }
+/// let options = spinney::ReadOptions {
+///     upper: std::ops::Bound::Excluded(b"c".to_vec()),
+///     ..spinney::ReadOptions::default()
+/// };
+/// let mut c = t.cursor_with(&options)?;
+/// c.seek_to_last();
+/// assert_eq!(c.key(), b"b");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ReadOptions<'a> {
     /// Read as of this snapshot instead of the current state.

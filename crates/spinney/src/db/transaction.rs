@@ -138,12 +138,36 @@ impl Transaction {
     }
 
     /// The snapshot the transaction reads at.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let tx = db.begin();
+    /// t.put(b"k", b"later")?;
+    /// assert_eq!(tx.snapshot().get(&t, b"k")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
     }
 
     /// Number of keys the transaction writes (a key written twice counts
     /// once) and of ranges it deletes.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"a", b"1")?;
+    /// tx.put(&t, b"a", b"2")?;
+    /// tx.delete(&t, b"b")?;
+    /// assert_eq!(tx.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.tables
             .iter()
@@ -152,12 +176,38 @@ impl Transaction {
     }
 
     /// True when the transaction writes nothing.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// assert!(tx.is_empty());
+    /// tx.put(&t, b"a", b"1")?;
+    /// assert!(!tx.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The value of `key` in `table`: the transaction's own write of it if
     /// it made one, else the value at its snapshot.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"committed")?;
+    /// let mut tx = db.begin();
+    /// assert_eq!(tx.get(&t, b"k")?, Some(b"committed".to_vec()));
+    /// tx.put(&t, b"k", b"mine")?;
+    /// assert_eq!(tx.get(&t, b"k")?, Some(b"mine".to_vec()));
+    /// assert_eq!(t.get(b"k")?, Some(b"committed".to_vec())); // not yet
+    /// # Ok(()) }
+    /// ```
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_table(table)?;
         table.check_key(key)?;
@@ -173,6 +223,20 @@ impl Transaction {
     /// after this transaction's snapshot: what the transaction does with
     /// the value read cannot be based on a value already replaced (no lost
     /// update, no write skew over this key).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"stock", b"5")?;
+    /// let mut tx = db.begin();
+    /// tx.get_for_update(&t, b"stock")?;
+    /// t.put(b"stock", b"4")?; // another writer, after the read
+    /// tx.put(&t, b"log", b"sold one")?;
+    /// assert!(tx.commit().is_err_and(|e| e.is_conflict()));
+    /// # Ok(()) }
+    /// ```
     pub fn get_for_update(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let value = self.get(table, key)?;
         self.pending_mut(table).for_update.insert(key.to_vec());
@@ -182,6 +246,18 @@ impl Transaction {
     /// Sets `key` to `value` in `table` when the transaction commits. An
     /// invalid key or value, or a transaction grown past the largest batch
     /// (`limits::BATCH_BYTES_MAX`), is refused here.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"k", b"v")?;
+    /// tx.commit()?;
+    /// assert_eq!(t.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
         if value.len() > limits::VALUE_BYTES_MAX {
             return Err(Error::invalid(format!(
@@ -195,6 +271,20 @@ impl Transaction {
 
     /// Deletes `key` from `table` when the transaction commits (not an
     /// error if it is absent).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// let mut tx = db.begin();
+    /// tx.delete(&t, b"k")?;
+    /// assert_eq!(tx.get(&t, b"k")?, None);
+    /// tx.commit()?;
+    /// assert_eq!(t.get(b"k")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
         self.write(table, key, None)
     }
@@ -285,6 +375,22 @@ impl Transaction {
     /// The entries of `table` in `range`, as of the snapshot with the
     /// transaction's own writes over it, in key order (reverse with
     /// `.rev()`). The own writes are those made before the call.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"bb", b"")?;
+    /// tx.delete(&t, b"c")?;
+    /// let keys: Vec<_> = tx.range(&t, &b"b"[..]..)?.map(|e| e.map(|(k, _)| k)).collect::<spinney::Result<_>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"bb".to_vec()]);
+    /// # Ok(()) }
+    /// ```
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         table: &Table,
@@ -296,12 +402,38 @@ impl Transaction {
     }
 
     /// Every entry of `table`, as `range(table, ..)`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     t.put(k, k)?;
+    /// }
+    /// let mut tx = db.begin();
+    /// tx.delete(&t, b"a")?;
+    /// assert_eq!(tx.iter(&t)?.count(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn iter(&self, table: &Table) -> Result<TxRange> {
         self.range_of(table, Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The entries of `table` whose keys begin with `prefix` (as
     /// `Table::prefix`), with the transaction's own writes.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"user/1", b"")?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"user/2", b"")?;
+    /// assert_eq!(tx.prefix(&t, b"user/")?.count(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn prefix(&self, table: &Table, prefix: &[u8]) -> Result<TxRange> {
         let (lower, upper) = prefix_bounds(prefix);
         self.range_of(table, lower, upper)
@@ -339,6 +471,18 @@ impl Transaction {
     }
 
     /// Commits the writes with the database's durability.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"k", b"v")?;
+    /// tx.commit()?;
+    /// assert_eq!(t.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok(()) }
+    /// ```
     pub fn commit(self) -> Result<()> {
         self.commit_with(WriteOptions::default())
     }
@@ -348,6 +492,18 @@ impl Transaction {
     /// snapshot wrote a key this transaction wrote or read for update. A
     /// transaction that writes nothing commits at once (its reads were all
     /// at one snapshot).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"k", b"v")?;
+    /// // Synced before it returns, whatever the database's durability.
+    /// tx.commit_with(spinney::WriteOptions { durability: Some(spinney::Durability::Full) })?;
+    /// # Ok(()) }
+    /// ```
     pub fn commit_with(mut self, options: WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
         let mut keys = Vec::with_capacity(self.tables.len());
@@ -385,6 +541,18 @@ impl Transaction {
     }
 
     /// Discards the writes (as dropping the transaction does).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let mut tx = db.begin();
+    /// tx.put(&t, b"k", b"v")?;
+    /// tx.rollback(); // as dropping it
+    /// assert_eq!(t.get(b"k")?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn rollback(self) {}
 
     fn check_table(&self, table: &Table) -> Result<()> {
@@ -443,6 +611,21 @@ fn empty_bounds(lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
 
 /// The entries of a transaction's range: its snapshot's entries merged
 /// with its own writes (which win, a delete hiding the entry), both ways.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// for k in [b"a", b"b", b"c"] {
+///     t.put(k, k)?;
+/// }
+/// let mut tx = db.begin();
+/// tx.put(&t, b"d", b"")?;
+/// let range: spinney::TxRange = tx.range(&t, &b"c"[..]..)?;
+/// assert_eq!(range.count(), 2); // "c" committed, "d" its own
+/// # Ok(()) }
+/// ```
 pub struct TxRange {
     base: Range,
     /// The entries `base` gave from each end and this range has not.

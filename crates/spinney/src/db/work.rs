@@ -72,6 +72,18 @@ fn checkpoint_behind(db: &DbInner, t: &BtreeTable, bytes: u64) -> bool {
 }
 
 /// What `Db::work` did.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = spinney::Db::open(dir.path(), spinney::Options { background_threads: 0, autowork: false, ..spinney::Options::default() })?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// t.flush()?;
+/// let done: spinney::WorkDone = db.work(u64::MAX)?;
+/// assert_eq!(done.jobs, 0); // the flush ran in `flush`: nothing was waiting
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkDone {
     /// Flushes and compactions run.
