@@ -12,9 +12,12 @@
 //!   snapshot, a plain `get`: write skew).
 //! - Errors at the call: bad keys and values, tables of another database
 //!   or dropped, a closed database.
-//! - A model: random transactions interleaved, against a `BTreeMap` and
-//!   the rule "conflict iff a key written or read for update was committed
-//!   after the snapshot".
+//! - A model: random transactions interleaved, with range deletes inside
+//!   them and out, against a `BTreeMap` and the rule "conflict iff a key
+//!   written, read for update or in a range deleted was committed after
+//!   the snapshot" (a range delete writes every key it covers on an LSM
+//!   table, one tombstone over them all, and the keys it deletes on a
+//!   B-tree, a tombstone each).
 //! - The bank: threads move amounts between accounts in a B-tree and an
 //!   LSM table with `Db::transact`; the total never changes for snapshot
 //!   readers while it runs, nor after; a process killed while moving
@@ -432,6 +435,53 @@ struct ModelTx {
     seen: BTreeMap<Vec<u8>, Vec<u8>>,
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     for_update: BTreeSet<Vec<u8>>,
+    /// Ranges deleted, `[start, end)`, in order.
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl ModelTx {
+    /// What the transaction reads for `k`: its own write, else nothing if
+    /// one of its ranges covers it, else its snapshot's.
+    fn own(&self, k: &[u8]) -> Option<Vec<u8>> {
+        match self.writes.get(k) {
+            Some(w) => w.clone(),
+            None if self
+                .ranges
+                .iter()
+                .any(|(a, b)| k >= a.as_slice() && k < b.as_slice()) =>
+            {
+                None
+            }
+            None => self.seen.get(k).cloned(),
+        }
+    }
+}
+
+/// The model's keys: what `random_interleaved_transactions_match_a_model`
+/// writes.
+fn model_key(i: u32) -> Vec<u8> {
+    format!("k{i:02}").into_bytes()
+}
+
+/// A range delete in the model: the keys of `state` in `[a, b)` go, and
+/// each key it writes is stamped `commit`: on an LSM table every key of the
+/// range (one tombstone over all of them), on a B-tree the keys it deletes
+/// (a tombstone each).
+fn model_range_delete(
+    state: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    written_at: &mut BTreeMap<Vec<u8>, u64>,
+    lsm: bool,
+    (a, b): (&[u8], &[u8]),
+    commit: u64,
+) {
+    for i in 0..40 {
+        let k = model_key(i);
+        if k.as_slice() >= a && k.as_slice() < b {
+            if state.remove(&k).is_some() || lsm {
+                written_at.insert(k, commit);
+            }
+        }
+    }
 }
 
 #[test]
@@ -447,7 +497,12 @@ fn random_interleaved_transactions_match_a_model() {
             let mut commits = 0u64;
             let mut open_txs: Vec<ModelTx> = Vec::new();
             let (mut ok, mut refused) = (0, 0);
-            let key = |rng: &mut StdRng| format!("k{:02}", rng.gen_range(0..40)).into_bytes();
+            let key = |rng: &mut StdRng| model_key(rng.gen_range(0..40));
+            let range = |rng: &mut StdRng| {
+                let a = rng.gen_range(0..39);
+                (model_key(a), model_key(a + rng.gen_range(1..6).min(40 - a)))
+            };
+            let lsm = options.kind == spinney::TableKind::Lsm;
             for step in 0..3_000 {
                 let ctx = format!("{kind} seed {seed} step {step}");
                 match rng.gen_range(0..100) {
@@ -457,8 +512,25 @@ fn random_interleaved_transactions_match_a_model() {
                         seen: state.clone(),
                         writes: BTreeMap::new(),
                         for_update: BTreeSet::new(),
+                        ranges: Vec::new(),
                     }),
-                    8..14 => {
+                    8..10 => {
+                        // A range delete outside any transaction.
+                        let (a, b) = range(&mut rng);
+                        t.delete_range(a.clone()..b.clone()).expect("delete range");
+                        commits += 1;
+                        model_range_delete(&mut state, &mut written_at, lsm, (&a, &b), commits);
+                        for i in 0..40 {
+                            let k = model_key(i);
+                            let got = t.get(&k).expect("get");
+                            assert_eq!(
+                                got,
+                                state.get(&k).cloned(),
+                                "{kind} seed {seed} step {step}"
+                            );
+                        }
+                    }
+                    10..14 => {
                         // A write outside any transaction.
                         let k = key(&mut rng);
                         if rng.gen_bool(0.2) {
@@ -484,12 +556,16 @@ fn random_interleaved_transactions_match_a_model() {
                         let i = rng.gen_range(0..open_txs.len());
                         let m = &mut open_txs[i];
                         let k = key(&mut rng);
-                        let own = |m: &ModelTx, k: &[u8]| match m.writes.get(k) {
-                            Some(w) => w.clone(),
-                            None => m.seen.get(k).cloned(),
-                        };
+                        let own = |m: &ModelTx, k: &[u8]| m.own(k);
                         match r {
-                            16..40 => {
+                            16..19 => {
+                                let (a, b) = range(&mut rng);
+                                m.tx.delete_range(&t, a.clone()..b.clone())
+                                    .expect("delete range");
+                                m.writes.retain(|k, _| !(k >= &a && k < &b));
+                                m.ranges.push((a, b));
+                            }
+                            19..40 => {
                                 let v = format!("tx{step}").into_bytes();
                                 m.tx.put(&t, &k, &v).expect("put");
                                 m.writes.insert(k, Some(v));
@@ -509,6 +585,7 @@ fn random_interleaved_transactions_match_a_model() {
                             }
                             70..78 => {
                                 let mut want: BTreeMap<Vec<u8>, Vec<u8>> = m.seen.clone();
+                                want.retain(|k, _| !m.ranges.iter().any(|(a, b)| k >= a && k < b));
                                 for (k, w) in &m.writes {
                                     match w {
                                         Some(v) => want.insert(k.clone(), v.clone()),
@@ -533,12 +610,14 @@ fn random_interleaved_transactions_match_a_model() {
                             }
                             78..95 => {
                                 let m = open_txs.swap_remove(i);
-                                let conflict = m
-                                    .writes
-                                    .keys()
-                                    .chain(&m.for_update)
-                                    .any(|k| written_at.get(k).is_some_and(|&c| c > m.began));
-                                let empty = m.writes.is_empty();
+                                let newer =
+                                    |k: &Vec<u8>| written_at.get(k).is_some_and(|&c| c > m.began);
+                                let in_ranges = (0..40)
+                                    .map(model_key)
+                                    .filter(|k| m.ranges.iter().any(|(a, b)| k >= a && k < b));
+                                let conflict = m.writes.keys().chain(&m.for_update).any(newer)
+                                    || in_ranges.clone().any(|k| newer(&k));
+                                let empty = m.writes.is_empty() && m.ranges.is_empty();
                                 match m.tx.commit() {
                                     Ok(()) => {
                                         assert!(
@@ -547,6 +626,15 @@ fn random_interleaved_transactions_match_a_model() {
                                         );
                                         if !empty {
                                             commits += 1;
+                                            for (a, b) in &m.ranges {
+                                                model_range_delete(
+                                                    &mut state,
+                                                    &mut written_at,
+                                                    lsm,
+                                                    (a, b),
+                                                    commits,
+                                                );
+                                            }
                                             for (k, w) in m.writes {
                                                 match w {
                                                     Some(v) => state.insert(k.clone(), v),

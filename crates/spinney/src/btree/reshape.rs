@@ -560,14 +560,17 @@ fn versions_kept(
         // A tombstone that is the oldest version kept hides nothing,
         // unless older versions of its key may go on in the next leaf (a
         // key whose versions fill more than a page is split between
-        // leaves): a group that reaches the end keeps it.
+        // leaves): a group that reaches the end keeps it. It goes only
+        // below every reader, as the LSM's does: while a snapshot older
+        // than it lives, it is the record that its key was written after
+        // that snapshot, which a transaction's commit check asks for.
         if j < n {
             for v in (i..j).rev() {
                 if !keep[v] {
                     continue;
                 }
                 match ParsedKey::parse(ikeys[v]) {
-                    Some(k) if k.kind == Kind::Delete && k.seqno <= horizon.visible => {
+                    Some(k) if k.kind == Kind::Delete && horizon.tombstone_droppable(k.seqno) => {
                         keep[v] = false;
                     }
                     _ => break,

@@ -23,8 +23,11 @@
 //! it meets the tombstone, before the older versions, so it drops one at
 //! its bottom only at or below `oldest()`, where every older version goes
 //! as well (`tombstone_droppable`); a B-tree leaf sees the whole run of a
-//! key's versions and drops a tombstone left as the oldest kept, once
-//! visible (`btree::reshape::versions_kept`).
+//! key's versions and drops a tombstone left as the oldest kept, by the
+//! same rule (`btree::reshape::versions_kept`). Below every reader, not
+//! merely once visible: while an older snapshot lives, the tombstone is the
+//! record that its key was written after it, which a transaction's commit
+//! check needs.
 
 /// Who may still read old versions: the visible seqno and the live
 /// snapshots (sorted, ascending), taken together at one moment.
