@@ -476,10 +476,9 @@ fn model_range_delete(
 ) {
     for i in 0..40 {
         let k = model_key(i);
-        if k.as_slice() >= a && k.as_slice() < b {
-            if state.remove(&k).is_some() || lsm {
-                written_at.insert(k, commit);
-            }
+        // (The removal happens for every key in the range.)
+        if k.as_slice() >= a && k.as_slice() < b && (state.remove(&k).is_some() || lsm) {
+            written_at.insert(k, commit);
         }
     }
 }
