@@ -71,7 +71,9 @@ pub enum Benchmark {
     DeleteRandom,
     /// Delete `num / range_tombstone_width` ranges of
     /// `--range_tombstone_width` keys, each from a random key, one range a
-    /// commit (an engine without range deletes reports it not supported).
+    /// commit: spinney's and RocksDB's range deletes, WiredTiger's B-tree
+    /// truncate, LMDB's cursor deleting key by key (it has no range
+    /// delete); the others report it not supported.
     DeleteRange,
     /// `Db::flush`.
     Flush,

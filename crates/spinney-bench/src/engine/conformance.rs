@@ -182,8 +182,43 @@ pub(crate) fn threads_work_at_once(open: Open<'_>) {
 }
 
 /// Every check above.
+/// An engine that deletes ranges (`Store::deletes_ranges`) deletes exactly
+/// `[start, end)`, in one batch with other writes, and in a table of its
+/// own only.
+pub(crate) fn ranges_delete_what_they_cover(open: Open<'_>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    if !store.deletes_ranges() {
+        store.close().expect("close");
+        return;
+    }
+    fill(store.as_ref());
+    let mut s = store.session().expect("session");
+    let mut b = Batch::new();
+    b.delete_range(0, &key(10), &key(20));
+    b.put(0, &key(15), b"again");
+    b.delete_range(0, &key(90), b"l"); // past the last key
+    b.delete_range(1, b"x000", b"x000"); // empty
+    s.write(&b).expect("range deletes in a batch");
+    for i in 0..KEYS {
+        let gone = (10..20).contains(&i) && i != 15 || i >= 90 || i == 50;
+        let found = s.get(0, &key(i)).expect("get");
+        assert_eq!(found.is_none(), gone, "k{i:03}");
+    }
+    let mut count = 0;
+    s.scan(1, true, &mut |_| {
+        count += 1;
+        true
+    })
+    .expect("scan");
+    assert_eq!(count, 101, "the other table is untouched");
+    drop(s);
+    store.close().expect("close");
+}
+
 pub(crate) fn all(open: Open<'_>) {
     writes_read_back(open);
     data_survives_close_and_reopen(open);
     threads_work_at_once(open);
+    ranges_delete_what_they_cover(open);
 }

@@ -30,7 +30,8 @@
 //! (`mdb_env_sync` forced: everything committed is then on disk, which is
 //! all either means for LMDB); it has no compaction in place (its compacting
 //! copy writes another file), so the compactions and `waitforcompaction` are
-//! not supported.
+//! not supported. LMDB has no range delete: `deleterange` deletes each key
+//! of the range with a cursor in the write transaction, as its users do.
 //!
 //! Thread-safety: the environment is shared; LMDB lets any thread begin
 //! transactions on it. A session (one thread) owns its read transaction
@@ -183,6 +184,7 @@ extern "C" {
         data: *mut MdbVal,
         op: c_int,
     ) -> c_int;
+    fn mdb_cursor_del(cursor: *mut MdbCursor, flags: c_uint) -> c_int;
 }
 
 /// The map size: far beyond any run of the lab (1 TiB of address space;
@@ -406,6 +408,10 @@ impl LmdbStore {
 }
 
 impl Store for LmdbStore {
+    fn deletes_ranges(&self) -> bool {
+        true
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         Ok(Box::new(LmdbSession {
             store: self,
@@ -612,6 +618,48 @@ impl LmdbSession<'_> {
     }
 }
 
+/// Deletes every key in `[start, end)` in the write transaction `txn`, as
+/// an LMDB user does (LMDB has no range delete): a cursor from `start`,
+/// deleting the key it is on until it reaches `end`. After a delete the
+/// cursor stands on the next key, which `MDB_NEXT` then returns.
+fn delete_range(txn: &Txn, dbi: MdbDbi, start: &[u8], end: &[u8]) -> EngineResult<()> {
+    let mut cursor = ptr::null_mut();
+    // SAFETY: txn is a live write transaction and dbi one of its databases.
+    check(
+        unsafe { mdb_cursor_open(txn.0, dbi, &mut cursor) },
+        "open a cursor",
+    )?;
+    let mut k = MdbVal::of(start);
+    let mut v = MdbVal::empty();
+    // SAFETY: the cursor is open in txn; k points at `start` for the call.
+    let mut rc = unsafe { mdb_cursor_get(cursor, &mut k, &mut v, MDB_SET_RANGE) };
+    let outcome = loop {
+        if rc != 0 {
+            break if rc == MDB_NOTFOUND {
+                Ok(())
+            } else {
+                check(rc, "seek")
+            };
+        }
+        // SAFETY: k is the key LMDB holds for the cursor, read before the
+        // transaction changes again.
+        let key = unsafe { k.bytes() };
+        if key >= end {
+            break Ok(());
+        }
+        // SAFETY: the cursor stands on a key of the write transaction.
+        let del = unsafe { mdb_cursor_del(cursor, 0) };
+        if del != 0 {
+            break check(del, "delete");
+        }
+        // SAFETY: as above.
+        rc = unsafe { mdb_cursor_get(cursor, &mut k, &mut v, MDB_NEXT) };
+    };
+    // SAFETY: opened above, in a write transaction (closed before it ends).
+    unsafe { mdb_cursor_close(cursor) };
+    outcome
+}
+
 impl Session for LmdbSession<'_> {
     fn write(&mut self, batch: &Batch) -> EngineResult<()> {
         let txn = Txn::begin(&self.store.env, 0)?;
@@ -635,8 +683,8 @@ impl Session for LmdbSession<'_> {
                         check(rc, "delete")?;
                     }
                 }
-                Op::DeleteRange { .. } => {
-                    return Err(EngineError::peer(Engine::Lmdb, "LMDB has no range delete"))
+                Op::DeleteRange { table, start, end } => {
+                    delete_range(&txn, self.store.dbi(table)?, start, end)?;
                 }
             }
         }

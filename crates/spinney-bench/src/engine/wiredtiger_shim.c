@@ -243,6 +243,52 @@ spinney_wt_remove(WT_CURSOR *cursor, const void *key, size_t key_len)
 	return (cursor->remove(cursor));
 }
 
+/*
+ * Deletes the keys in [start, end) of the table `uri` with
+ * WT_SESSION::truncate between two cursors: one on the first key at or
+ * after `start`, one on the last key before `end`. Nothing when no key lies
+ * between (or `end` is empty). Runs in the session's transaction, if any.
+ */
+int
+spinney_wt_truncate_range(WT_SESSION *session, const char *uri,
+    const void *start, size_t start_len, const void *end, size_t end_len)
+{
+	WT_CURSOR *lo, *hi;
+	int cmp, exact, ret, t_ret;
+
+	forget_message();
+	if (end_len == 0)
+		return (0);
+	lo = hi = NULL;
+	if ((ret = session->open_cursor(session, uri, NULL, NULL, &lo)) != 0)
+		return (ret);
+	if ((ret = session->open_cursor(session, uri, NULL, NULL, &hi)) != 0)
+		goto done;
+	set_key(lo, start, start_len);
+	ret = lo->search_near(lo, &exact);
+	if (ret == 0 && exact < 0)
+		ret = lo->next(lo);
+	if (ret != 0)
+		goto done;
+	set_key(hi, end, end_len);
+	ret = hi->search_near(hi, &exact);
+	if (ret == 0 && exact >= 0)
+		ret = hi->prev(hi);
+	if (ret != 0)
+		goto done;
+	if ((ret = lo->compare(lo, hi, &cmp)) != 0 || cmp > 0)
+		goto done;
+	ret = session->truncate(session, NULL, lo, hi, NULL);
+done:
+	if (ret == WT_NOTFOUND)
+		ret = 0;
+	if (hi != NULL && (t_ret = hi->close(hi)) != 0 && ret == 0)
+		ret = t_ret;
+	if (lo != NULL && (t_ret = lo->close(lo)) != 0 && ret == 0)
+		ret = t_ret;
+	return (ret);
+}
+
 /* Finds the key exactly; on success `value` points at its value. */
 int
 spinney_wt_search(WT_CURSOR *cursor, const void *key, size_t key_len,

@@ -213,6 +213,14 @@ mod ffi {
             value_len: usize,
         ) -> c_int;
         pub fn spinney_wt_remove(cursor: *mut Cursor, key: *const c_void, key_len: usize) -> c_int;
+        pub fn spinney_wt_truncate_range(
+            session: *mut Session,
+            uri: *const c_char,
+            start: *const c_void,
+            start_len: usize,
+            end: *const c_void,
+            end_len: usize,
+        ) -> c_int;
         pub fn spinney_wt_search(
             cursor: *mut Cursor,
             key: *const c_void,
@@ -1170,6 +1178,12 @@ fn is_table_file(file: &str, name: &str) -> bool {
 }
 
 impl Store for WiredTigerStore {
+    /// A B-tree table truncates a range (`WT_SESSION::truncate` between two
+    /// cursors); the lab does not ask it of WiredTiger's LSM.
+    fn deletes_ranges(&self) -> bool {
+        self.engine == Engine::WiredtigerBtree
+    }
+
     /// The bytes of the tables' files (B-tree files, LSM chunks and their
     /// bloom filters), as the directory lists them now.
     fn table_bytes(&self, tables: &[usize]) -> Option<u64> {
@@ -1362,10 +1376,30 @@ impl WiredTigerSession<'_> {
             }),
             // No empty key can be there to delete.
             Op::Delete { key: [], .. } => Ok(()),
-            Op::DeleteRange { .. } => Err(Failure {
-                code: 0,
-                message: "the lab does not truncate ranges in WiredTiger".into(),
-            }),
+            Op::DeleteRange { table, start, end } => {
+                let uri = match self.store.table(table) {
+                    Ok(t) => t.uri.clone(),
+                    Err(e) => {
+                        return Err(Failure {
+                            code: 0,
+                            message: e.to_string(),
+                        })
+                    }
+                };
+                // SAFETY: the session is open and used by this thread only;
+                // `uri` is NUL-terminated and the keys live across the call.
+                let code = unsafe {
+                    ffi::spinney_wt_truncate_range(
+                        self.handle.ptr.as_ptr(),
+                        uri.as_ptr(),
+                        start.as_ptr().cast::<c_void>(),
+                        start.len(),
+                        end.as_ptr().cast::<c_void>(),
+                        end.len(),
+                    )
+                };
+                call(code, || "truncate a range".into())
+            }
             Op::Put { key, value, .. } => {
                 // SAFETY: the cursor belongs to this thread's open session;
                 // key and value live across the call, and WiredTiger is done
