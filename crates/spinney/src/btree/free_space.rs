@@ -43,6 +43,10 @@ pub(crate) struct TreeState {
     /// key in each.
     pub(super) untidy: HashSet<u64>,
     pub(super) untidy_keys: Vec<Vec<u8>>,
+    /// Set while a range delete is applied: each leaf a delete goes into
+    /// is marked untidy too, so that once the group is published `tidy`
+    /// prunes the deleted keys away and packs the leaves.
+    pub(super) deleting_range: bool,
     /// A buffer the writer rebuilds pages from (`reshape`), kept between
     /// uses.
     pub(super) scratch: Vec<u8>,

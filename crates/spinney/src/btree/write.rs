@@ -113,9 +113,12 @@ impl BtreeTable {
                     .file
                     .fail(&format!("applying a range delete failed: {e}"))
             })?;
-            for k in &keys {
-                table.apply(st, seqno, Kind::Delete, k, &[], horizon)?;
-            }
+            st.deleting_range = true;
+            let applied = keys
+                .iter()
+                .try_for_each(|k| table.apply(st, seqno, Kind::Delete, k, &[], horizon));
+            st.deleting_range = false;
+            applied?;
             match keys.last() {
                 Some(last) if !done => {
                     // Past every version of the last key deleted.
@@ -209,6 +212,9 @@ impl BtreeTable {
         }
         if page::insert(p, pos, &cell) {
             g.dirty.store(true, Ordering::Release);
+            if st.deleting_range && st.untidy.insert(leaf.pgno) {
+                st.untidy_keys.push(ik.clone());
+            }
             let small = page::used(&g.image) < g.image.len() / 4;
             let continues = last_key(&g.image)
                 .filter(|k| k.user_key == user_key)
@@ -234,6 +240,9 @@ impl BtreeTable {
         // overwrites of 400,000 keys left a tree of 9,932 pages with a
         // quarter, 8,289 with 1/32 (docs/design.md).
         if page::free_space(p) >= p.len() / 32 && page::insert(p, pos, &cell) {
+            if st.deleting_range && st.untidy.insert(leaf.pgno) {
+                st.untidy_keys.push(ik.clone());
+            }
             return Ok(());
         }
         drop(g);
