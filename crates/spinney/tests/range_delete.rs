@@ -312,6 +312,11 @@ fn a_btree_gives_the_space_of_a_deleted_range_back() {
     db.checkpoint().expect("checkpoint");
     let full = t.shape().expect("shape").btree.expect("btree").file_bytes;
     t.delete_range(key(0)..key(45_000)).expect("delete range");
+    // Once the commit is published, the leaves the deletes went into are
+    // pruned and packed: the deleted keys' versions are gone at once.
+    let after = t.shape().expect("shape").btree.expect("btree");
+    assert!(after.entries < 5_100, "{after:?}");
+    assert!(after.leaf_pages * 4 < full / 8192, "{after:?}");
     db.checkpoint().expect("checkpoint");
     t.compact_all().expect("compact");
     let shape = t.shape().expect("shape").btree.expect("btree");
