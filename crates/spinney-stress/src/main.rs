@@ -17,7 +17,9 @@
 //! mark to acked once the commit returns, each with one `pwrite` of the
 //! slot; a killed process does not lose what it wrote to the page cache.
 //! Version `v` of key `k` is a delete when `is_delete(k, v)`, else a put of
-//! `value(k, v)`; version 0 is never written.
+//! `value(k, v)`; version 0 is never written. One batch in eight is a range
+//! delete of up to 16 consecutive keys instead: each of them moves to its
+//! next version that is a delete.
 //!
 //! What a reopen must show, for every key, in both tables alike (they are
 //! always written by the same batches):
@@ -236,6 +238,10 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
     let tables = open_tables(&db)?;
     let mut rng = SmallRng::seed_from_u64(args.seed ^ round.wrapping_mul(0x2545_f491_4f6c_dd1d));
     for n in 1u64.. {
+        if rng.gen_ratio(1, 8) {
+            range_delete(&db, &tables, &mut state, &mut rng, args.keys, n)?;
+            continue;
+        }
         let count = rng.gen_range(1..=8);
         let mut keys = BTreeSet::new();
         while keys.len() < count {
@@ -262,6 +268,38 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
         if n.is_multiple_of(1024) {
             db.checkpoint().map_err(|e| format!("checkpoint: {e}"))?;
         }
+    }
+    Ok(())
+}
+
+/// One commit of a range delete of up to 16 keys in both tables: each key
+/// of the range gets its next version that is a delete (the versions
+/// skipped are never written).
+fn range_delete(
+    db: &Db,
+    tables: &[Table],
+    state: &mut State,
+    rng: &mut SmallRng,
+    keys: u32,
+    n: u64,
+) -> Result<(), String> {
+    let first = rng.gen_range(0..keys);
+    let end = (first + rng.gen_range(1..=16)).min(keys);
+    let mut versions = Vec::new();
+    for k in first..end {
+        let (acked, _) = state.get(k);
+        let v = (acked + 1..).find(|&v| is_delete(k, v)).unwrap_or(acked);
+        state.set(k, acked, v).map_err(|e| e.to_string())?;
+        versions.push((k, v));
+    }
+    let mut batch = WriteBatch::new();
+    for t in tables {
+        batch.delete_range(t, key(first)..key(end));
+    }
+    db.write(batch)
+        .map_err(|e| format!("commit {n} (a range delete): {e}"))?;
+    for (k, v) in versions {
+        state.set(k, v, 0).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
