@@ -276,7 +276,8 @@ pub fn free_map(data: &[u8]) {
 /// file system, with power lost at points the input chooses, checked
 /// against a model of what was acknowledged (every commit is synced:
 /// `Durability::Full`). Each pair of bytes picks an operation and its
-/// argument: a batch putting or deleting one key in both tables, a flush, a
+/// argument: a batch putting or deleting one key in both tables, or
+/// deleting a range of up to 8 keys in both, a flush, a
 /// checkpoint, `compact_all`, a clean reopen, or power lost a few file
 /// operations later. After power is lost the reopened tables must equal
 /// each other and the model, or the model plus the commit the loss
@@ -347,8 +348,10 @@ pub fn crash_ops(data: &[u8]) {
     while let Some(op) = bytes.next() {
         let arg = bytes.next().unwrap_or(0);
         let key = format!("k{:02}", arg % 48).into_bytes();
-        // What the operation changes, if it is a commit.
+        // What the operation changes, if it is a commit: one key (to a
+        // value, or deleted), or the keys of a range deleted.
         let mut change: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
+        let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
         let result = match op {
             0..=159 => {
                 let len = usize::from(op) * 13 % 1500;
@@ -360,12 +363,21 @@ pub fn crash_ops(data: &[u8]) {
                 change = Some((key, Some(value)));
                 db.write(b)
             }
-            160..=189 => {
+            160..=179 => {
                 let mut b = WriteBatch::new();
                 for t in &tables {
                     b.delete(t, &key);
                 }
                 change = Some((key, None));
+                db.write(b)
+            }
+            180..=189 => {
+                let end = format!("k{:02}", arg % 48 + 1 + op % 8).into_bytes();
+                let mut b = WriteBatch::new();
+                for t in &tables {
+                    b.delete_range(t, key.clone()..end.clone());
+                }
+                range = Some((key, end));
                 db.write(b)
             }
             190..=199 => db.flush(),
@@ -395,14 +407,7 @@ pub fn crash_ops(data: &[u8]) {
             }
         };
         match result {
-            Ok(()) => {
-                if let Some((k, v)) = change {
-                    match v {
-                        Some(v) => model.insert(k, v),
-                        None => model.remove(&k),
-                    };
-                }
-            }
+            Ok(()) => apply_change(&mut model, change, range),
             Err(_) if fs.is_crashed() => {
                 // Power lost: reopen, and check what is found.
                 tables.clear();
@@ -414,12 +419,7 @@ pub fn crash_ops(data: &[u8]) {
                 (db, tables) = open(pending);
                 let found = read(&tables);
                 let mut with = model.clone();
-                if let Some((k, v)) = change {
-                    match v {
-                        Some(v) => with.insert(k, v),
-                        None => with.remove(&k),
-                    };
-                }
+                apply_change(&mut with, change, range);
                 let first = found.first().cloned().unwrap_or_default();
                 assert!(
                     found.iter().all(|m| *m == first),
@@ -434,6 +434,28 @@ pub fn crash_ops(data: &[u8]) {
             }
             Err(e) => panic!("operation {op} failed with power on: {e}"),
         }
+    }
+}
+
+/// Applies a `crash_ops` commit to its model: a key put or deleted, or the
+/// keys of `[start, end)` deleted.
+#[cfg(feature = "testing")]
+fn apply_change(
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    change: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    range: Option<(Vec<u8>, Vec<u8>)>,
+) {
+    match change {
+        Some((k, Some(v))) => {
+            model.insert(k, v);
+        }
+        Some((k, None)) => {
+            model.remove(&k);
+        }
+        None => {}
+    }
+    if let Some((start, end)) = range {
+        model.retain(|k, _| *k < start || *k >= end);
     }
 }
 
@@ -529,7 +551,8 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         }
         "crash_ops" => {
             // Puts, a delete, a flush, a checkpoint, power lost, more puts,
-            // a clean reopen.
+            // a clean reopen; then range deletes around a flush, a
+            // compaction and power lost.
             let mut ops = Vec::new();
             for i in 0..40u8 {
                 ops.extend([i * 3, i]);
@@ -539,7 +562,12 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
                 ops.extend([100 + i, i]);
             }
             ops.extend([225, 0, 212, 1]);
-            vec![ops]
+            let mut ranges = Vec::new();
+            for i in 0..30u8 {
+                ranges.extend([i * 5, i]);
+            }
+            ranges.extend([185, 3, 195, 0, 187, 20, 212, 0, 240, 2, 189, 30, 225, 0]);
+            vec![ops, ranges]
         }
         _ => Vec::new(),
     }
