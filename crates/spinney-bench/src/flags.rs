@@ -72,8 +72,9 @@ pub enum Benchmark {
     /// Delete `num / range_tombstone_width` ranges of
     /// `--range_tombstone_width` keys, each from a random key, one range a
     /// commit: spinney's and RocksDB's range deletes, WiredTiger's B-tree
-    /// truncate, LMDB's cursor deleting key by key (it has no range
-    /// delete); the others report it not supported.
+    /// truncate; LMDB, LevelDB, fjall and redb have none, and delete each
+    /// key of the range in the commit (as their users do); WiredTiger's
+    /// LSM reports it not supported.
     DeleteRange,
     /// `Db::flush`.
     Flush,

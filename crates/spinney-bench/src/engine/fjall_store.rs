@@ -71,10 +71,6 @@ pub(crate) fn describe(config: &Config) -> String {
     )
 }
 
-fn no_range_delete() -> EngineError {
-    EngineError::peer(Engine::Fjall, "fjall has no range delete")
-}
-
 fn peer(what: &str, e: impl std::fmt::Display) -> EngineError {
     EngineError::peer(Engine::Fjall, format!("{what}: {e}"))
 }
@@ -161,6 +157,11 @@ impl FjallStore {
 }
 
 impl Store for FjallStore {
+    /// By deleting each key of the range (the engine has none).
+    fn deletes_ranges(&self) -> bool {
+        true
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         Ok(Box::new(FjallSession { store: self }))
     }
@@ -241,11 +242,12 @@ impl Session for FjallSession<'_> {
         let store = self.store;
         let mut ops = batch.ops();
         let (first, second) = (ops.next(), ops.next());
-        if let (Some(op), None, false) = (first, second, store.sync) {
+        let single = !matches!(first, Some(Op::DeleteRange { .. }));
+        if let (Some(op), None, false, true) = (first, second, store.sync, single) {
             return match op {
                 Op::Put { table, key, value } => store.keyspace(table)?.insert(key, value),
                 Op::Delete { table, key } => store.keyspace(table)?.remove(key),
-                Op::DeleteRange { .. } => return Err(no_range_delete()),
+                Op::DeleteRange { .. } => Ok(()),
             }
             .map_err(|e| peer("write", e));
         }
@@ -257,7 +259,15 @@ impl Session for FjallSession<'_> {
             match op {
                 Op::Put { table, key, value } => b.insert(store.keyspace(table)?, key, value),
                 Op::Delete { table, key } => b.remove(store.keyspace(table)?, key),
-                Op::DeleteRange { .. } => return Err(no_range_delete()),
+                Op::DeleteRange { table, start, end } => {
+                    // fjall has no range delete: the keys of the range as
+                    // the database holds them now, each removed in the batch.
+                    let keyspace = store.keyspace(table)?;
+                    for guard in keyspace.range(start..end) {
+                        let k = guard.key().map_err(|e| peer("read a range", e))?;
+                        b.remove(keyspace, k);
+                    }
+                }
             }
         }
         b.commit().map_err(|e| peer("commit a batch", e))

@@ -576,6 +576,11 @@ fn check_tables_file(dir: &Path, specs: &[TableSpec]) -> Result<(), BenchError> 
 }
 
 impl Store for LevelStore {
+    /// By deleting each key of the range (the engine has none).
+    fn deletes_ranges(&self) -> bool {
+        true
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         // SAFETY: plain constructors.
         let batch = WriteBatch::new(
@@ -706,8 +711,33 @@ impl Session for LevelSession<'_> {
                         )
                     };
                 }
-                Op::DeleteRange { .. } => {
-                    return Err(peer("LevelDB has no range delete".into()));
+                Op::DeleteRange { table, start, end } => {
+                    // LevelDB has no range delete: the keys of the range as
+                    // the database holds them now, each deleted in the batch.
+                    encode(self.store.prefixed, table, start, &mut self.key);
+                    let mut keys = Vec::new();
+                    let mut iter = self.table_iterator(table)?;
+                    iter.seek(&self.key);
+                    while let Some((k, _)) = iter.entry() {
+                        if k >= end {
+                            break;
+                        }
+                        keys.push(k.to_vec());
+                        iter.next();
+                    }
+                    iter.status("read a range")?;
+                    drop(iter);
+                    for k in keys {
+                        encode(self.store.prefixed, table, &k, &mut self.key);
+                        // SAFETY: as for the put.
+                        unsafe {
+                            ffi::leveldb_writebatch_delete(
+                                self.batch.ptr(),
+                                self.key.as_ptr().cast::<c_char>(),
+                                self.key.len(),
+                            )
+                        };
+                    }
                 }
             }
         }

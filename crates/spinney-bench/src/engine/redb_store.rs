@@ -154,6 +154,11 @@ impl RedbStore {
 }
 
 impl Store for RedbStore {
+    /// With `Table::retain_in` over the range (redb has no range delete).
+    fn deletes_ranges(&self) -> bool {
+        true
+    }
+
     fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
         Ok(Box::new(RedbSession { store: self }))
     }
@@ -250,15 +255,10 @@ impl Session for RedbSession<'_> {
             let mut open: Vec<Option<redb::Table<'_, &'static [u8], &'static [u8]>>> =
                 (0..store.names.len()).map(|_| None).collect();
             for op in batch.ops() {
-                let (table, key, value) = match op {
-                    Op::Put { table, key, value } => (table, key, Some(value)),
-                    Op::Delete { table, key } => (table, key, None),
-                    Op::DeleteRange { .. } => {
-                        return Err(EngineError::peer(
-                            Engine::Redb,
-                            "the lab does not delete ranges in redb",
-                        ))
-                    }
+                let (table, key, value, end) = match op {
+                    Op::Put { table, key, value } => (table, key, Some(value), None),
+                    Op::Delete { table, key } => (table, key, None, None),
+                    Op::DeleteRange { table, start, end } => (table, start, None, Some(end)),
                 };
                 let slot = open
                     .get_mut(table)
@@ -272,11 +272,17 @@ impl Session for RedbSession<'_> {
                 let Some(t) = slot.as_mut() else {
                     continue;
                 };
-                match value {
-                    Some(value) => {
+                match (value, end) {
+                    (Some(value), _) => {
                         t.insert(key, value).map_err(|e| peer("insert", e))?;
                     }
-                    None => {
+                    // redb has no range delete: `retain_in` drops every
+                    // entry of the range in the write transaction.
+                    (None, Some(end)) => {
+                        t.retain_in(key..end, |_, _| false)
+                            .map_err(|e| peer("delete a range", e))?;
+                    }
+                    (None, None) => {
                         t.remove(key).map_err(|e| peer("remove", e))?;
                     }
                 }
