@@ -3,6 +3,20 @@
 //! A limit that a caller can reach is checked at the API and answered with
 //! `Error::InvalidArgument`; a limit on bytes read from disk is checked by the
 //! decoder and answered with `Error::Corruption`.
+//!
+//! ```
+//! # fn main() -> spinney::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! use spinney::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
+//! let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+//! let t = db.create_table("t", spinney::TableOptions::lsm())?;
+//! // Checked at the call: a key or value past its limit is refused, and
+//! // nothing is written.
+//! assert!(t.put(&vec![0; KEY_BYTES_MAX + 1], b"").is_err());
+//! assert!(t.put(b"k", &vec![0; VALUE_BYTES_MAX + 1]).is_err());
+//! t.put(&vec![0; KEY_BYTES_MAX], b"")?; // at the limit: fine
+//! # Ok(()) }
+//! ```
 
 /// Longest key: 64 KiB - 1. Keys are copied into index blocks and compared
 /// on every step of a search; beyond this size a key/value store is the wrong

@@ -104,6 +104,22 @@ impl PendingWrites {
 }
 
 /// An in-memory file system that simulates crashes and I/O errors.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// use spinney::fs::FaultFs;
+/// use spinney::{Db, Durability, Options, TableOptions};
+/// let fs = FaultFs::new();
+/// let options = Options { fs: fs.clone(), durability: Durability::Full, ..Options::default() };
+/// let db = Db::open("/db", options.clone())?;
+/// let t = db.create_table("t", TableOptions::btree())?;
+/// t.put(b"k", b"v")?; // synced before it returns (Full)
+/// drop((t, db));
+/// fs.crash(None); // power lost: what was not synced is gone
+/// let db = Db::open("/db", options)?;
+/// assert_eq!(db.table("t")?.get(b"k")?, Some(b"v".to_vec()));
+/// # Ok(()) }
+/// ```
 pub struct FaultFs {
     state: Arc<Mutex<State>>,
     stats: Arc<IoStats>,
@@ -632,6 +648,19 @@ impl FaultFs {
     /// Makes mutating operation number `mutating_ops() + after_ops` fail
     /// with `kind` (see the module comment for what counts). Several faults
     /// may be pending at once.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// use spinney::fs::{FaultFs, FaultKind};
+    /// let fs = FaultFs::new();
+    /// let db = spinney::Db::open("/db", spinney::Options { fs: fs.clone(), ..spinney::Options::default() })?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// fs.inject(0, FaultKind::Eio); // the next write to a file fails
+    /// assert!(db.flush().is_err());
+    /// assert!(t.put(b"k2", b"v").is_err()); // the database now refuses writes
+    /// # Ok(()) }
+    /// ```
     pub fn inject(&self, after_ops: u64, kind: FaultKind) {
         let mut state = self.state.lock();
         let at = state.mutating_ops.saturating_add(after_ops);

@@ -28,6 +28,17 @@ pub struct OsFs {
 
 impl OsFs {
     /// A new handle on the OS file system, with its own I/O counters.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options {
+    ///     fs: std::sync::Arc::new(spinney::fs::OsFs::new()), // the default
+    ///     ..spinney::Options::default()
+    /// })?;
+    /// db.create_table("t", spinney::TableOptions::lsm())?;
+    /// # Ok(()) }
+    /// ```
     pub fn new() -> Self {
         OsFs::default()
     }
