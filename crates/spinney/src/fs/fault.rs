@@ -58,6 +58,20 @@ use crate::error::{Error, Result};
 const ENOSPC: i32 = 28;
 
 /// How an injected fault fails an operation.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+/// let fs = FaultFs::new();
+/// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+/// let db = spinney::Db::open("/db", options.clone())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// fs.inject(0, FaultKind::NoSpace); // the disk is full, once
+/// assert!(db.flush().is_err());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
     /// The operation fails with EIO; later operations proceed.
@@ -73,6 +87,22 @@ pub enum FaultKind {
 /// each file's last sync and the directory changes made since each
 /// directory's last sync. Every choice comes from the seed, so a crash image
 /// is reproducible.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+/// let fs = FaultFs::new();
+/// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+/// let db = spinney::Db::open("/db", options.clone())?;
+/// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+/// t.put(b"k", b"v")?;
+/// drop((t, db));
+/// // A disk that wrote the unsynced tail in order, then stopped somewhere.
+/// fs.crash_with(PendingWrites::InOrder(7));
+/// spinney::Db::open("/db", options)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PendingWrites {
     /// All lost: every file and directory as of its last sync.
@@ -94,6 +124,13 @@ pub enum PendingWrites {
 impl PendingWrites {
     /// The three ways, in turn by `n`, each with seed `seed`: for a crash
     /// suite to go through them at its crash points.
+    ///
+    /// ```
+    /// use spinney::fs::PendingWrites;
+    /// assert_eq!(PendingWrites::nth(0, 9), PendingWrites::Lost);
+    /// assert_eq!(PendingWrites::nth(1, 9), PendingWrites::InOrder(9));
+    /// assert_eq!(PendingWrites::nth(2, 9), PendingWrites::Any(9));
+    /// ```
     pub fn nth(n: u64, seed: u64) -> PendingWrites {
         match n % 3 {
             0 => PendingWrites::Lost,
@@ -622,6 +659,15 @@ impl fmt::Debug for FaultFs {
 
 impl FaultFs {
     /// An empty file system whose roots ("" and "/") exist.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let fs = spinney::fs::FaultFs::new();
+    /// let db = spinney::Db::open("/anywhere", spinney::Options { fs: fs.clone(), ..spinney::Options::default() })?;
+    /// assert!(!fs.files().is_empty()); // in memory only
+    /// # Ok(()) }
+    /// ```
     pub fn new() -> Arc<FaultFs> {
         Arc::new(FaultFs::default())
     }
@@ -633,6 +679,22 @@ impl FaultFs {
     /// chosen from the seed and the file. Handles from before are dead,
     /// locks are released, pending faults are cleared, and a
     /// `FaultKind::Crash` that fired is over.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?; // Normal durability: not synced
+    /// fs.crash(None); // (a close would have synced it)
+    /// drop((t, db));
+    /// let db = spinney::Db::open("/db", options)?;
+    /// assert_eq!(db.table("t")?.get(b"k")?, None); // lost with the power
+    /// # Ok(()) }
+    /// ```
     pub fn crash(&self, tear_seed: Option<u64>) {
         self.crash_with(tear_seed.map_or(PendingWrites::Lost, PendingWrites::InOrder));
     }
@@ -640,6 +702,21 @@ impl FaultFs {
     /// Simulates power loss and reboot, with the writes and directory
     /// changes made since the last syncs kept as `pending` says. Otherwise
     /// as `crash`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// drop((t, db));
+    /// fs.crash_with(PendingWrites::Any(3)); // a pessimistic disk
+    /// let db = spinney::Db::open("/db", options)?;
+    /// db.table("t")?; // the table was made durable when it was created
+    /// # Ok(()) }
+    /// ```
     pub fn crash_with(&self, pending: PendingWrites) {
         self.state.lock().crash(pending);
         count_crash_image();
@@ -671,11 +748,40 @@ impl FaultFs {
     /// chance of one in `one_in`, decided by `seed` and the operation's
     /// number (the same seed fails the same operations). Replaces an
     /// earlier such injection; cleared by `clear_faults` and `crash`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// fs.inject_randomly(42, 3, FaultKind::Eio); // about one write in three fails
+    /// let failed = (0..20u8).any(|i| t.put(&[i], b"v").and_then(|_| db.flush()).is_err());
+    /// assert!(failed);
+    /// # Ok(()) }
+    /// ```
     pub fn inject_randomly(&self, seed: u64, one_in: u64, kind: FaultKind) {
         self.state.lock().random = Some((seed, one_in, kind));
     }
 
     /// Mutating operations started so far; never reset.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// let before = fs.mutating_ops();
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// assert!(fs.mutating_ops() > before);
+    /// # Ok(()) }
+    /// ```
     pub fn mutating_ops(&self) -> u64 {
         self.state.lock().mutating_ops
     }
@@ -683,12 +789,44 @@ impl FaultFs {
     /// Makes each read from now on (`open`, and `read_at` of either kind of
     /// file) fail with EIO with a chance of one in `one_in`, decided by
     /// `seed` and the read's number. Cleared by `clear_faults` and `crash`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// drop((t, db));
+    /// let db = spinney::Db::open("/db", options)?; // a cold cache
+    /// fs.inject_read_errors(1, 1); // every read fails
+    /// assert!(db.table("t")?.get(b"k").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn inject_read_errors(&self, seed: u64, one_in: u64) {
         self.state.lock().read_faults = Some((seed, one_in));
     }
 
     /// Drops every pending fault. A `FaultKind::Crash` that already fired
     /// stays in force until `crash`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// fs.inject(0, FaultKind::Eio);
+    /// fs.clear_faults(); // never mind
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// # Ok(()) }
+    /// ```
     pub fn clear_faults(&self) {
         let mut state = self.state.lock();
         state.faults.clear();
@@ -698,6 +836,21 @@ impl FaultFs {
 
     /// True when an injected `FaultKind::Crash` has fired and `crash` has
     /// not yet been called.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// fs.inject(0, FaultKind::Crash);
+    /// assert!(db.flush().is_err());
+    /// assert!(fs.is_crashed()); // until `crash` reboots it
+    /// # Ok(()) }
+    /// ```
     pub fn is_crashed(&self) -> bool {
         self.state.lock().crashed
     }
@@ -706,6 +859,24 @@ impl FaultFs {
     /// its current and (if long enough) its durable bytes, as bit rot would.
     /// False if there is no such file or `offset` is past its current end.
     /// Works even while crashed: it is the test's hand, not the engine's.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// let sst = fs.files().into_iter().find(|p| p.extension().is_some_and(|e| e == "sst")).unwrap();
+    /// drop((t, db));
+    /// assert!(fs.corrupt_byte(&sst, 0, 0xFF));
+    /// let db = spinney::Db::open("/db", options)?;
+    /// assert!(db.verify().is_err_and(|e| e.is_corruption()));
+    /// # Ok(()) }
+    /// ```
     pub fn corrupt_byte(&self, path: &Path, offset: u64, xor: u8) -> bool {
         let path = normalise(path);
         let mut state = self.state.lock();
@@ -729,6 +900,19 @@ impl FaultFs {
     }
 
     /// The current length of the file at `path`, if it exists.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// assert_eq!(fs.file_len(std::path::Path::new("/db/CURRENT")), Some(16)); // "MANIFEST-000002\n"
+    /// assert_eq!(fs.file_len(std::path::Path::new("/db/none")), None);
+    /// # Ok(()) }
+    /// ```
     pub fn file_len(&self, path: &Path) -> Option<u64> {
         let path = normalise(path);
         let state = self.state.lock();
@@ -737,6 +921,18 @@ impl FaultFs {
     }
 
     /// The paths of all files that exist now, sorted.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::{FaultFs, FaultKind, PendingWrites};
+    /// let fs = FaultFs::new();
+    /// let options = spinney::Options { fs: fs.clone(), ..spinney::Options::default() };
+    /// let db = spinney::Db::open("/db", options.clone())?;
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// assert!(fs.files().iter().any(|p| p.ends_with("CURRENT")));
+    /// # Ok(()) }
+    /// ```
     pub fn files(&self) -> Vec<PathBuf> {
         let state = self.state.lock();
         let mut paths: Vec<PathBuf> = state

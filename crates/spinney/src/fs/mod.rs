@@ -35,6 +35,20 @@ mod fault;
 pub use fault::{FaultFs, FaultKind, PendingWrites};
 
 /// A file system: the operations spinney needs, and nothing more.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// let path = dir.path().join("note");
+/// let mut f = fs.create(&path)?;
+/// f.append(b"hello")?;
+/// f.sync()?; // durable, and so is its name after:
+/// fs.sync_dir(dir.path())?;
+/// assert_eq!(fs.read_all(&path)?, b"hello");
+/// # Ok(()) }
+/// ```
 pub trait Fs: Send + Sync + fmt::Debug {
     /// Creates `path`, truncating it if it exists, for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
@@ -92,6 +106,19 @@ pub trait Fs: Send + Sync + fmt::Debug {
 }
 
 /// A file being written from start to end.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// let mut f = fs.create(&dir.path().join("log"))?;
+/// f.append(b"a record")?;
+/// f.flush()?; // handed to the OS
+/// f.sync()?; // on the disk
+/// assert_eq!(f.len(), 8);
+/// # Ok(()) }
+/// ```
 pub trait WritableFile: Send {
     /// Appends bytes. They may stay in a user-space buffer until `flush`.
     fn append(&mut self, data: &[u8]) -> Result<()>;
@@ -116,6 +143,20 @@ pub trait WritableFile: Send {
 }
 
 /// A file read at arbitrary offsets by many threads.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// let path = dir.path().join("data");
+/// let mut w = fs.create(&path)?;
+/// w.append(b"0123456789")?;
+/// w.sync()?;
+/// let r = fs.open(&path)?;
+/// assert_eq!(r.read_at(3, 4)?, b"3456");
+/// # Ok(()) }
+/// ```
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; a read past the end is an I/O
     /// error of kind `UnexpectedEof`.
@@ -134,6 +175,20 @@ pub trait RandomAccessFile: Send + Sync {
 /// files). Writes reach the operating system at once; they are durable only
 /// after `sync`, and until then a crash may keep any subset of them, each
 /// whole, torn, or not at all.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// let f = fs.open_paged(&dir.path().join("pages"), true)?;
+/// f.write_at(4096, b"page one")?;
+/// f.sync()?;
+/// let mut buf = [0u8; 8];
+/// assert_eq!(f.read_at(4096, &mut buf)?, 8);
+/// assert_eq!(&buf, b"page one");
+/// # Ok(()) }
+/// ```
 pub trait PagedFile: Send + Sync {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read,
     /// fewer only at the end of the file.
@@ -150,10 +205,33 @@ pub trait PagedFile: Send + Sync {
 }
 
 /// Holds a lock taken with `Fs::lock` until dropped.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// let lock = fs.lock(&dir.path().join("LOCK"))?;
+/// drop(lock); // released
+/// # Ok(()) }
+/// ```
 pub trait FileLock: Send + Sync + fmt::Debug {}
 
 /// I/O counters: what the engine asked of the file system. Relaxed atomics:
 /// these are statistics, not synchronisation.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = std::sync::Arc::new(spinney::fs::OsFs::new());
+/// let db = spinney::Db::open(dir.path(), spinney::Options { fs: fs.clone(), ..spinney::Options::default() })?;
+/// db.create_table("t", spinney::TableOptions::lsm())?.put(b"k", b"v")?;
+/// db.flush()?;
+/// let stats: &spinney::fs::IoStats = fs.io_stats();
+/// assert!(stats.snapshot().syncs > 0);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default)]
 pub struct IoStats {
     bytes_read: AtomicU64,
@@ -164,6 +242,19 @@ pub struct IoStats {
 }
 
 /// A copy of `IoStats` at one moment.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// let before: spinney::fs::IoStatsSnapshot = fs.io_stats().snapshot();
+/// let mut f = fs.create(&dir.path().join("x"))?;
+/// f.append(b"abc")?;
+/// f.flush()?;
+/// assert_eq!(fs.io_stats().snapshot().bytes_written - before.bytes_written, 3);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IoStatsSnapshot {
@@ -196,6 +287,15 @@ impl IoStats {
     }
 
     /// The counters now.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use spinney::fs::Fs;
+    /// let fs = spinney::fs::OsFs::new();
+    /// assert_eq!(fs.io_stats().snapshot(), spinney::fs::IoStatsSnapshot::default());
+    /// # Ok(()) }
+    /// ```
     pub fn snapshot(&self) -> IoStatsSnapshot {
         IoStatsSnapshot {
             bytes_read: self.bytes_read.load(Ordering::Relaxed),

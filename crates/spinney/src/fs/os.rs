@@ -21,6 +21,16 @@ use crate::error::{Error, Result};
 const WRITE_BUFFER_BYTES: usize = 64 << 10;
 
 /// The operating system's file system.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use spinney::fs::Fs;
+/// let fs = spinney::fs::OsFs::new();
+/// fs.create_dir_all(&dir.path().join("a/b"))?;
+/// assert!(fs.exists(&dir.path().join("a/b"))?);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default)]
 pub struct OsFs {
     stats: Arc<IoStats>,
