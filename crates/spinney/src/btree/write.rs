@@ -27,6 +27,7 @@ use super::{BtreeTable, Root};
 use crate::error::Result;
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{self, internal_key, KeyRef, Kind};
+use crate::mvcc::range_del;
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -142,23 +143,20 @@ impl BtreeTable {
         let mut keys = Vec::new();
         let mut it = BtreeIter::new(Arc::clone(self));
         it.seek(from);
-        // The key whose version older than `seqno` was met.
-        let mut decided: Vec<u8> = Vec::new();
-        let mut any = false;
+        // The last key whose version older than `seqno` was met.
+        let mut decided: Option<Vec<u8>> = None;
         while it.valid() {
             let Some(p) = key::ParsedKey::parse(it.key()) else {
                 return Err(self.file.corrupt(0, "entry with a malformed internal key"));
             };
-            if !end.is_empty() && p.user_key >= end {
+            if !range_del::below_end(p.user_key, end) {
                 return Ok((keys, true));
             }
-            if p.seqno < seqno && !(any && decided == p.user_key) {
+            if p.seqno < seqno && decided.as_deref() != Some(p.user_key) {
                 if keys.len() == limit {
                     return Ok((keys, false));
                 }
-                decided.clear();
-                decided.extend_from_slice(p.user_key);
-                any = true;
+                decided = Some(p.user_key.to_vec());
                 if p.kind == Kind::Put {
                     keys.push(p.user_key.to_vec());
                 }

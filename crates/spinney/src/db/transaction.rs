@@ -28,9 +28,10 @@ use super::snapshot::Snapshot;
 use super::table::{owned_bound, prefix_bounds, Table};
 use super::write::{self, Check};
 use super::DbInner;
-use crate::batch::WriteBatch;
+use crate::batch::{KeyRange, WriteBatch};
 use crate::error::{Error, Result};
 use crate::limits;
+use crate::mvcc::range_del;
 use crate::options::WriteOptions;
 
 /// Bytes a write is counted as in the batch it becomes, beside its key and
@@ -99,15 +100,12 @@ struct Pending {
     /// Ranges deleted, `[start, end)` (an empty end: to the last key).
     /// They hide the snapshot's keys; an own write in one was made after
     /// it (a range delete removes the own writes it covers).
-    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    ranges: Vec<KeyRange>,
 }
 
-impl Pending {
-    fn hides(&self, key: &[u8]) -> bool {
-        self.ranges
-            .iter()
-            .any(|(s, e)| key >= s.as_slice() && (e.is_empty() || key < e.as_slice()))
-    }
+/// Whether one of a transaction's deleted `ranges` holds `key`.
+fn hidden(ranges: &[KeyRange], key: &[u8]) -> bool {
+    ranges.iter().any(|(s, e)| range_del::contains(s, e, key))
 }
 
 impl std::fmt::Debug for Transaction {
@@ -214,7 +212,7 @@ impl Transaction {
         let pending = self.pending(table);
         match pending.and_then(|p| p.writes.get(key)) {
             Some(own) => Ok(own.clone()),
-            None if pending.is_some_and(|p| p.hides(key)) => Ok(None),
+            None if pending.is_some_and(|p| hidden(&p.ranges, key)) => Ok(None),
             None => self.snapshot.get(table, key),
         }
     }
@@ -324,14 +322,7 @@ impl Transaction {
         else {
             return Ok(());
         };
-        let bytes = self.bytes + start.len() + end.len() + ENTRY_OVERHEAD;
-        if bytes > limits::BATCH_BYTES_MAX {
-            return Err(Error::invalid(format!(
-                "transaction grows past the limit of {} bytes",
-                limits::BATCH_BYTES_MAX
-            )));
-        }
-        self.bytes = bytes;
+        self.resize(self.bytes + start.len() + end.len() + ENTRY_OVERHEAD)?;
         let p = self.pending_mut(table);
         let upper = if end.is_empty() {
             Bound::Unbounded
@@ -350,6 +341,18 @@ impl Transaction {
         Ok(())
     }
 
+    /// Takes `bytes` as the size of the writes, refused past the batch limit.
+    fn resize(&mut self, bytes: usize) -> Result<()> {
+        if bytes > limits::BATCH_BYTES_MAX {
+            return Err(Error::invalid(format!(
+                "transaction grows past the limit of {} bytes",
+                limits::BATCH_BYTES_MAX
+            )));
+        }
+        self.bytes = bytes;
+        Ok(())
+    }
+
     fn write(&mut self, table: &Table, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.check_table(table)?;
         table.check_key(key)?;
@@ -358,14 +361,7 @@ impl Transaction {
             .pending(table)
             .and_then(|p| p.writes.get(key))
             .map(|v| weight(v.as_deref()));
-        let bytes = self.bytes - old.unwrap_or(0) + weight(value);
-        if bytes > limits::BATCH_BYTES_MAX {
-            return Err(Error::invalid(format!(
-                "transaction grows past the limit of {} bytes",
-                limits::BATCH_BYTES_MAX
-            )));
-        }
-        self.bytes = bytes;
+        self.resize(self.bytes - old.unwrap_or(0) + weight(value))?;
         self.pending_mut(table)
             .writes
             .insert(key.to_vec(), value.map(<[u8]>::to_vec));
@@ -637,16 +633,8 @@ pub struct TxRange {
     own: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
     /// The transaction's deleted ranges: the snapshot's keys in them are
     /// not there.
-    hidden: Vec<(Vec<u8>, Vec<u8>)>,
+    hidden: Vec<KeyRange>,
     failed: bool,
-}
-
-impl TxRange {
-    fn hides(&self, key: &[u8]) -> bool {
-        self.hidden
-            .iter()
-            .any(|(s, e)| key >= s.as_slice() && (e.is_empty() || key < e.as_slice()))
-    }
 }
 
 impl std::fmt::Debug for TxRange {
@@ -668,7 +656,7 @@ impl Iterator for TxRange {
             }
             if self.front.is_none() && !self.base_done {
                 match self.base.next() {
-                    Some(Ok(entry)) if self.hides(&entry.0) => continue,
+                    Some(Ok(entry)) if hidden(&self.hidden, &entry.0) => continue,
                     Some(Ok(entry)) => self.front = Some(entry),
                     Some(Err(e)) => {
                         self.failed = true;
@@ -713,7 +701,7 @@ impl DoubleEndedIterator for TxRange {
             }
             if self.back.is_none() && !self.base_done {
                 match self.base.next_back() {
-                    Some(Ok(entry)) if self.hides(&entry.0) => continue,
+                    Some(Ok(entry)) if hidden(&self.hidden, &entry.0) => continue,
                     Some(Ok(entry)) => self.back = Some(entry),
                     Some(Err(e)) => {
                         self.failed = true;

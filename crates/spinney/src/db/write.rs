@@ -24,6 +24,7 @@ use crate::batch::{KeyRange, WriteBatch};
 use crate::error::{Error, Result};
 use crate::lsm::table::LsmTable;
 use crate::mvcc::key::Kind;
+use crate::mvcc::range_del;
 use crate::mvcc::Horizon;
 use crate::options::{Durability, WriteOptions};
 use crate::wal::batch::BatchEntry;
@@ -128,16 +129,18 @@ impl<'a> Written<'a> {
             || self
                 .ranges
                 .iter()
-                .any(|&(t, start, end)| t == table && key >= start && (end.is_empty() || key < end))
+                .any(|&(t, start, end)| t == table && range_del::contains(start, end, key))
     }
 
     /// Whether a write ahead touched a key of `table` in `[start, end)`.
     fn overlaps(&self, table: u32, start: &[u8], end: &[u8]) -> bool {
-        let within = |k: &[u8]| k >= start && (end.is_empty() || k < end);
-        self.keys.iter().any(|&(t, k)| t == table && within(k))
-            || self.ranges.iter().any(|&(t, s, e)| {
-                t == table && (end.is_empty() || s < end) && (e.is_empty() || start < e)
-            })
+        self.keys
+            .iter()
+            .any(|&(t, k)| t == table && range_del::contains(start, end, k))
+            || self
+                .ranges
+                .iter()
+                .any(|&(t, s, e)| t == table && range_del::meet(start, end, s, e))
     }
 }
 

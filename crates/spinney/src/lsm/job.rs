@@ -110,27 +110,26 @@ pub(crate) fn flush_one(host: &dyn JobHost, table: &LsmTable) -> Result<u64> {
             edit.added.push((table.id, 0, record.clone()));
             files.push(Arc::new(host.sst(record)));
         }
-        let flushed = |current: &Version| {
+        let with_files = |current: &Version| {
             let mut version = current.clone();
             if let Some(l0) = version.levels.get_mut(0) {
                 for f in &files {
                     l0.insert(0, Arc::clone(f));
                 }
             }
-            version.change_range_dels(&range_dels, &[]);
             version
         };
         // A tombstone over keys no file holds older versions of (a range
         // already empty) goes at once.
-        edit.range_dels_dropped = flushed(&table.super_version().version)
-            .obsolete_range_dels()
+        edit.range_dels_dropped = with_files(&table.super_version().version)
+            .obsolete_range_dels(&range_dels)
             .into_iter()
             .map(|s| (table.id, s))
             .collect();
         let dropped: Vec<u64> = edit.range_dels_dropped.iter().map(|&(_, s)| s).collect();
         host.log_and_install(table, &edit, 1, &mut |current| {
-            let mut version = flushed(current);
-            version.change_range_dels(&[], &dropped);
+            let mut version = with_files(current);
+            version.change_range_dels(&range_dels, &dropped);
             Ok(version)
         })?;
         table
@@ -256,7 +255,7 @@ pub(crate) fn compact(host: &dyn JobHost, table: &LsmTable, c: &Compaction) -> R
     // install: a flush adds only versions newer than every flushed
     // tombstone, and another compaction only moves versions its inputs held.
     edit.range_dels_dropped = apply_compaction(&table.super_version().version, c, outputs.clone())
-        .obsolete_range_dels()
+        .obsolete_range_dels(&[])
         .into_iter()
         .map(|s| (table.id, s))
         .collect();

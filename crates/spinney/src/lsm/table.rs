@@ -24,7 +24,7 @@ use crate::manifest::FileRecord;
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{Kind, ParsedKey};
 use crate::mvcc::merge::MergingIter;
-use crate::mvcc::range_del::{Fragments, RangeTombstone, Skipping};
+use crate::mvcc::range_del::{self, Fragments, RangeTombstone, Skipping};
 use crate::mvcc::Horizon;
 use crate::options::{CompactionStyle, TableOptions};
 use crate::read_context::{self, ReadContext};
@@ -372,11 +372,8 @@ impl LsmTable {
     /// tombstone over part of the range.
     pub(crate) fn written_in_range(&self, start: &[u8], end: &[u8], after: u64) -> Result<bool> {
         let sv = self.super_version();
-        let overlaps = |t: &RangeTombstone| {
-            t.seqno > after
-                && (end.is_empty() || t.start.as_slice() < end)
-                && (t.end.is_empty() || start < t.end.as_slice())
-        };
+        let overlaps =
+            |t: &RangeTombstone| t.seqno > after && range_del::meet(start, end, &t.start, &t.end);
         if sv.version.range_dels.list.iter().any(overlaps) {
             return Ok(true);
         }
@@ -390,10 +387,13 @@ impl LsmTable {
                 return Ok(true);
             }
         }
-        let last = if end.is_empty() { None } else { Some(end) };
         for file in sv.version.files() {
-            let reaches = file.largest_user_key() >= start
-                && last.is_none_or(|e| file.smallest_user_key() < e);
+            let reaches = range_del::reaches(
+                start,
+                end,
+                file.smallest_user_key(),
+                file.largest_user_key(),
+            );
             if file.record.seqno_max > after
                 && reaches
                 && crate::mvcc::iter::any_newer_in_range(file.sst()?.iter(), start, end, after)?

@@ -154,8 +154,8 @@ impl Version {
     }
 
     /// Adds the tombstones `added` and takes away those of the seqnos in
-    /// `dropped` (a tombstone added twice or dropped when absent changes
-    /// nothing: jobs decide on the version they started from).
+    /// `dropped`, of both (a tombstone added twice or dropped when absent
+    /// changes nothing: jobs decide on the version they started from).
     pub(crate) fn change_range_dels(&mut self, added: &[RangeTombstone], dropped: &[u64]) {
         if added.is_empty()
             && !self
@@ -170,21 +170,23 @@ impl Version {
             .range_dels
             .list
             .iter()
-            .filter(|t| !dropped.contains(&t.seqno))
             .chain(added)
+            .filter(|t| !dropped.contains(&t.seqno))
             .cloned()
             .collect();
         self.range_dels = Arc::new(RangeDels::of(list));
     }
 
-    /// The seqnos of the tombstones that hide nothing any more: no file
-    /// whose keys reach into the range holds a version older than the
-    /// tombstone that it did not drop already (`range_dels_applied`).
-    /// Versions in memtables are all newer than a flushed tombstone.
-    pub(crate) fn obsolete_range_dels(&self) -> Vec<u64> {
+    /// The seqnos of the tombstones, the version's and `added`, that hide
+    /// nothing any more: no file whose keys reach into the range holds a
+    /// version older than the tombstone that it did not drop already
+    /// (`range_dels_applied`). Versions in memtables are all newer than a
+    /// flushed tombstone.
+    pub(crate) fn obsolete_range_dels(&self, added: &[RangeTombstone]) -> Vec<u64> {
         self.range_dels
             .list
             .iter()
+            .chain(added)
             .filter(|t| {
                 self.files().all(|f| {
                     f.record.seqno_min > t.seqno

@@ -80,7 +80,7 @@ pub(crate) fn any_newer_in_range(
     it.seek(&key::internal_key(start, key::SEQNO_MAX, key::KIND_SEEK));
     while it.valid() {
         let k = it.key();
-        if !end.is_empty() && key::user_key(k) >= end {
+        if !super::range_del::below_end(key::user_key(k), end) {
             break;
         }
         if key::trailer(k) >> 8 > after {

@@ -35,12 +35,12 @@ pub(crate) struct RangeTombstone {
 impl RangeTombstone {
     #[cfg(test)]
     pub(crate) fn covers(&self, user_key: &[u8]) -> bool {
-        user_key >= self.start.as_slice() && below_end(user_key, &self.end)
+        contains(&self.start, &self.end, user_key)
     }
 
     /// True when the range intersects the user keys `[lo, hi]`.
     pub(crate) fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
-        hi >= self.start.as_slice() && below_end(lo, &self.end)
+        reaches(&self.start, &self.end, lo, hi)
     }
 
     /// Bytes it takes in memory, for a memtable's size.
@@ -49,8 +49,26 @@ impl RangeTombstone {
     }
 }
 
-fn below_end(user_key: &[u8], end: &[u8]) -> bool {
+/// Whether `user_key` is below the end of a range (an empty `end`: none).
+pub(crate) fn below_end(user_key: &[u8], end: &[u8]) -> bool {
     end.is_empty() || user_key < end
+}
+
+/// Whether the range `[start, end)` (an empty `end`: no bound above), as
+/// range deletes give it, holds `user_key`.
+pub(crate) fn contains(start: &[u8], end: &[u8], user_key: &[u8]) -> bool {
+    user_key >= start && below_end(user_key, end)
+}
+
+/// Whether the range `[start, end)` intersects the user keys `[lo, hi]`
+/// (a file's, say).
+pub(crate) fn reaches(start: &[u8], end: &[u8], lo: &[u8], hi: &[u8]) -> bool {
+    hi >= start && below_end(lo, end)
+}
+
+/// Whether the ranges `[a, a_end)` and `[b, b_end)` share a key.
+pub(crate) fn meet(a: &[u8], a_end: &[u8], b: &[u8], b_end: &[u8]) -> bool {
+    below_end(b, a_end) && below_end(a, b_end)
 }
 
 /// A stretch of keys no tombstone begins or ends inside, with the seqnos of
