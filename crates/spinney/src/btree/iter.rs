@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::page;
-use super::read::Bounds;
+use super::read::{Bounds, Leaf, Place};
 use super::{BtreeTable, Target};
 use crate::error::{Error, Result};
 use crate::mvcc::iter::InternalIterator;
@@ -80,6 +80,10 @@ enum Pick<'a> {
     Before(Option<&'a [u8]>),
     /// Forward from the leaf's first entry.
     First,
+    /// Forward from the entry at this slot.
+    From(usize),
+    /// Backward from the entry before this slot.
+    Until(usize),
 }
 
 /// An iterator over a B-tree table's internal entries.
@@ -99,18 +103,11 @@ enum Pick<'a> {
 /// one window stays consistent with what it reads from the next.
 pub(crate) struct BtreeIter {
     table: Arc<BtreeTable>,
-    /// The copied entries' keys and values.
-    data: Vec<u8>,
-    spans: Vec<Span>,
-    /// The leaf's slot the first copied entry was at, and the leaf's entry
-    /// count, when they were copied.
-    first: usize,
-    leaf_count: usize,
-    /// The current entry, in `spans`.
+    /// The entries copied.
+    w: Window,
+    /// The current entry, in `w.spans`.
     pos: usize,
     valid: bool,
-    /// The entries the next copy takes.
-    window: usize,
     /// The separators around the leaf the window came from.
     bounds: Bounds,
     /// The key the next load is positioned by (a buffer reused).
@@ -118,83 +115,63 @@ pub(crate) struct BtreeIter {
     status: Result<()>,
 }
 
-impl BtreeIter {
-    pub(crate) fn new(table: Arc<BtreeTable>) -> BtreeIter {
-        let Buffers {
-            data,
-            spans,
-            bounds,
-            edge,
-        } = SPARE_WINDOWS
-            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        BtreeIter {
-            table,
-            data,
-            spans,
-            first: 0,
-            leaf_count: 0,
-            pos: 0,
-            valid: false,
-            window: WINDOW_FIRST,
-            bounds,
-            edge,
-            status: Ok(()),
-        }
-    }
+/// The entries a `BtreeIter` copied from a leaf, and where from.
+struct Window {
+    /// The copied entries' keys and values.
+    data: Vec<u8>,
+    spans: Vec<Span>,
+    /// The leaf's slot the first copied entry was at, and the leaf's entry
+    /// count, when they were copied.
+    first: usize,
+    leaf_count: usize,
+    /// The entries the next copy takes.
+    size: usize,
+    /// Where the window came from, for the next copy: from the same leaf
+    /// or the one beside it, while the pages are unchanged, without a
+    /// descent.
+    place: Option<Place>,
+}
 
-    /// Loads the leaf for `target` and copies the entries `pick` chooses.
-    /// False when the tree is empty or on error.
-    fn load(&mut self, target: Target<'_>, pick: Pick<'_>) -> bool {
-        let mut ctx = ReadContext::default();
-        let result = self.load_counted(target, pick, &mut ctx);
-        read_context::add(&ctx);
-        match result {
-            Ok(found) => found,
-            Err(e) => {
-                self.fail(e);
-                false
-            }
-        }
-    }
-
-    fn load_counted(
+impl Window {
+    /// Copies the window `pick` chooses from `leaf` (see `BtreeIter`).
+    fn copy(
         &mut self,
-        target: Target<'_>,
+        table: &BtreeTable,
+        leaf: Leaf<'_>,
         pick: Pick<'_>,
         ctx: &mut ReadContext,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         self.data.clear();
         self.spans.clear();
-        let epoch = crossbeam_epoch::pin();
-        let Some(leaf) = self
-            .table
-            .descend(target, Some(&mut self.bounds), ctx, &epoch)?
-        else {
-            self.first = 0;
-            self.leaf_count = 0;
-            return Ok(false);
-        };
+        // Stable while the leaf is latched.
+        self.place = Some(Place {
+            leaf: leaf.frame.pgno,
+            version: leaf.frame.version(),
+            parent: leaf.parent,
+        });
         let p: &[u8] = &leaf.guard.image;
         let count = page::count(p);
         let mut compared = 0;
         let (lo, hi) = match pick {
             Pick::AtOrAfter(k) | Pick::After(k) => {
-                let mut lo = page::lower_bound_then(p, KeyRef::of(k), self.window, &mut compared);
+                let mut lo = page::lower_bound_then(p, KeyRef::of(k), self.size, &mut compared);
                 if matches!(pick, Pick::After(_)) && lo < count && page::ikey(p, lo) == k {
                     lo += 1;
                 }
-                (lo, count.min(lo + self.window))
+                (lo, count.min(lo + self.size))
             }
             Pick::Before(k) => {
                 let hi = k.map_or(count, |k| {
                     page::lower_bound(p, KeyRef::of(k), &mut compared)
                 });
-                (hi.saturating_sub(self.window), hi)
+                (hi.saturating_sub(self.size), hi)
             }
-            Pick::First => (0, count.min(self.window)),
+            Pick::First => (0, count.min(self.size)),
+            Pick::From(i) => (i.min(count), count.min(i + self.size)),
+            Pick::Until(i) => {
+                let hi = i.min(count);
+                (hi.saturating_sub(self.size), hi)
+            }
         };
         ctx.keys_compared += compared;
         if !matches!(pick, Pick::AtOrAfter(_) | Pick::After(_)) {
@@ -203,7 +180,7 @@ impl BtreeIter {
         }
         // Copied from where the cursor goes on (forward from `lo`, backward
         // from `hi`), while within the byte budget.
-        let backward = matches!(pick, Pick::Before(_));
+        let backward = matches!(pick, Pick::Before(_) | Pick::Until(_));
         for k in 0..hi - lo {
             let i = if backward { hi - 1 - k } else { lo + k };
             if let Some((cell, klen)) = page::leaf_inline_cell(p, i) {
@@ -238,7 +215,7 @@ impl BtreeIter {
                 overflow => {
                     // The leaf stays latched (and its overflow run unreused)
                     // until the value is read.
-                    let v = self.table.read_value(overflow, ctx)?;
+                    let v = table.read_value(overflow, ctx)?;
                     self.data.extend_from_slice(&v);
                 }
             }
@@ -261,10 +238,109 @@ impl BtreeIter {
         // A window the leaf's end cut short says nothing of how far the
         // cursor goes: the next leaf's copy takes as many again. A full
         // one doubles, so that a long scan soon copies whole leaves.
-        if hi - lo >= self.window {
-            self.window = (self.window * 2).min(WINDOW_MAX);
+        if hi - lo >= self.size {
+            self.size = (self.size * 2).min(WINDOW_MAX);
         }
+        Ok(())
+    }
+}
+
+impl BtreeIter {
+    pub(crate) fn new(table: Arc<BtreeTable>) -> BtreeIter {
+        let Buffers {
+            data,
+            spans,
+            bounds,
+            edge,
+        } = SPARE_WINDOWS
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        BtreeIter {
+            table,
+            w: Window {
+                data,
+                spans,
+                first: 0,
+                leaf_count: 0,
+                size: WINDOW_FIRST,
+                place: None,
+            },
+            pos: 0,
+            valid: false,
+            bounds,
+            edge,
+            status: Ok(()),
+        }
+    }
+
+    /// Loads the leaf for `target` and copies the entries `pick` chooses.
+    /// False when the tree is empty or on error.
+    fn load(&mut self, target: Target<'_>, pick: Pick<'_>) -> bool {
+        let mut ctx = ReadContext::default();
+        let result = self.load_counted(target, pick, &mut ctx);
+        read_context::add(&ctx);
+        match result {
+            Ok(found) => found,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    fn load_counted(
+        &mut self,
+        target: Target<'_>,
+        pick: Pick<'_>,
+        ctx: &mut ReadContext,
+    ) -> Result<bool> {
+        let epoch = crossbeam_epoch::pin();
+        let Some(leaf) = self
+            .table
+            .descend(target, Some(&mut self.bounds), ctx, &epoch)?
+        else {
+            self.w.data.clear();
+            self.w.spans.clear();
+            self.w.first = 0;
+            self.w.leaf_count = 0;
+            self.w.place = None;
+            return Ok(false);
+        };
+        self.w.copy(&self.table, leaf, pick, ctx)?;
         Ok(true)
+    }
+
+    /// Copies the entries `pick` chooses from the leaf the window came
+    /// from (`beside` None) or the one beside it (`Some(forward)`), if the
+    /// pages are unchanged since (`BtreeTable::again`, `beside`): no
+    /// descent. None when they are not (the caller loads with a descent).
+    fn reload(&mut self, beside: Option<bool>, pick: Pick<'_>) -> Option<bool> {
+        let place = self.w.place?;
+        let mut ctx = ReadContext::default();
+        let epoch = crossbeam_epoch::pin();
+        let leaf = match beside {
+            None => Ok(self.table.again(&place, &mut ctx, &epoch)),
+            Some(forward) => self
+                .table
+                .beside(&place, forward, &mut self.bounds, &mut ctx, &epoch),
+        };
+        let result = leaf.and_then(|leaf| match leaf {
+            Some(leaf) => self
+                .w
+                .copy(&self.table, leaf, pick, &mut ctx)
+                .map(|()| Some(true)),
+            None => Ok(None),
+        });
+        read_context::add(&ctx);
+        match result {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                self.fail(e);
+                Some(false)
+            }
+        }
     }
 
     fn fail(&mut self, e: Error) {
@@ -275,25 +351,32 @@ impl BtreeIter {
     }
 
     fn span(&self) -> Span {
-        self.spans.get(self.pos).copied().unwrap_or_default()
+        self.w.spans.get(self.pos).copied().unwrap_or_default()
     }
 
     /// Moves forward from the current window until one with entries: the
     /// rest of the leaf after the window's last key, or the next leaf.
     fn settle_forward(&mut self) {
-        while self.pos >= self.spans.len() {
+        while self.pos >= self.w.spans.len() {
             let mut edge = std::mem::take(&mut self.edge);
-            let loaded = if self.first + self.spans.len() < self.leaf_count {
-                // The leaf has entries after the window. The tree may have
-                // changed since it was copied: go on after its last key,
-                // wherever that now is.
-                let last = self.spans.last().copied().unwrap_or_default();
-                Bounds::copy(&mut edge, last.key(&self.data));
-                self.load(Target::AtOrAfter(KeyRef::of(&edge)), Pick::After(&edge))
-            } else if let Some(high) = self.bounds.high() {
-                // The first key not yet seen, wherever it now is.
-                Bounds::copy(&mut edge, high);
-                self.load(Target::AtOrAfter(KeyRef::of(&edge)), Pick::AtOrAfter(&edge))
+            let after = self.w.first + self.w.spans.len();
+            let loaded = if after < self.w.leaf_count {
+                // The leaf has entries after the window: the rest of it if
+                // unchanged, else (the tree may have changed since the
+                // window was copied) after its last key, wherever that now
+                // is.
+                self.reload(None, Pick::From(after)).unwrap_or_else(|| {
+                    let last = self.w.spans.last().copied().unwrap_or_default();
+                    Bounds::copy(&mut edge, last.key(&self.w.data));
+                    self.load(Target::AtOrAfter(KeyRef::of(&edge)), Pick::After(&edge))
+                })
+            } else if self.bounds.high().is_some() {
+                // The next leaf, or the first key not yet seen, wherever it
+                // now is.
+                self.reload(Some(true), Pick::First).unwrap_or_else(|| {
+                    Bounds::copy(&mut edge, self.bounds.high().unwrap_or_default());
+                    self.load(Target::AtOrAfter(KeyRef::of(&edge)), Pick::AtOrAfter(&edge))
+                })
             } else {
                 false
             };
@@ -311,18 +394,25 @@ impl BtreeIter {
     /// none, goes back: the part of the leaf before the window's first
     /// entry, or the leaf before.
     fn settle_backward(&mut self) {
-        while self.spans.is_empty() {
+        while self.w.spans.is_empty() {
             let mut edge = std::mem::take(&mut self.edge);
-            let loaded = if self.first > 0 {
-                // Before the entry the window started at, wherever it now
-                // is (`edge` holds its key).
-                self.load(
-                    Target::AtOrAfter(KeyRef::of(&edge)),
-                    Pick::Before(Some(&edge)),
-                )
-            } else if let Some(low) = self.bounds.low() {
-                Bounds::copy(&mut edge, low);
-                self.load(Target::Before(KeyRef::of(&edge)), Pick::Before(Some(&edge)))
+            let first = self.w.first;
+            let loaded = if first > 0 {
+                // Before the entry the window started at: the leaf's
+                // entries before it if unchanged, else wherever it now is
+                // (`edge` holds its key).
+                self.reload(None, Pick::Until(first)).unwrap_or_else(|| {
+                    self.load(
+                        Target::AtOrAfter(KeyRef::of(&edge)),
+                        Pick::Before(Some(&edge)),
+                    )
+                })
+            } else if self.bounds.low().is_some() {
+                self.reload(Some(false), Pick::Before(None))
+                    .unwrap_or_else(|| {
+                        Bounds::copy(&mut edge, self.bounds.low().unwrap_or_default());
+                        self.load(Target::Before(KeyRef::of(&edge)), Pick::Before(Some(&edge)))
+                    })
             } else {
                 false
             };
@@ -332,19 +422,19 @@ impl BtreeIter {
                 return;
             }
         }
-        self.pos = self.spans.len() - 1;
+        self.pos = self.w.spans.len() - 1;
         self.valid = true;
     }
 }
 
 impl Drop for BtreeIter {
     fn drop(&mut self) {
-        if self.data.capacity() == 0 {
+        if self.w.data.capacity() == 0 {
             return;
         }
         let buffers = Buffers {
-            data: std::mem::take(&mut self.data),
-            spans: std::mem::take(&mut self.spans),
+            data: std::mem::take(&mut self.w.data),
+            spans: std::mem::take(&mut self.w.spans),
             bounds: std::mem::take(&mut self.bounds),
             edge: std::mem::take(&mut self.edge),
         };
@@ -411,10 +501,10 @@ impl InternalIterator for BtreeIter {
             return;
         }
         // The last entry before this one: before the window.
-        let first = self.spans.first().copied().unwrap_or_default();
-        Bounds::copy(&mut self.edge, first.key(&self.data));
-        self.spans.clear();
-        self.data.clear();
+        let first = self.w.spans.first().copied().unwrap_or_default();
+        Bounds::copy(&mut self.edge, first.key(&self.w.data));
+        self.w.spans.clear();
+        self.w.data.clear();
         self.settle_backward();
     }
 
@@ -422,14 +512,14 @@ impl InternalIterator for BtreeIter {
         if !self.valid {
             return &[];
         }
-        self.span().key(&self.data)
+        self.span().key(&self.w.data)
     }
 
     fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
         }
-        self.span().value(&self.data)
+        self.span().value(&self.w.data)
     }
 
     fn status(&self) -> Result<()> {

@@ -35,6 +35,15 @@ use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{self, internal_key, KeyRef, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
 use crate::read_context::{self, ReadContext};
 
+/// Where a cursor's window came from: its leaf's page, the version of the
+/// leaf's frame while the window was copied, and the branch page above.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place {
+    pub leaf: u64,
+    pub version: u64,
+    pub parent: Option<Parent>,
+}
+
 /// Which leaf a descent looks for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Target<'a> {
@@ -83,9 +92,25 @@ impl Bounds {
 pub(crate) struct Leaf<'g> {
     pub frame: &'g Frame,
     pub guard: ReadGuard<'g>,
+    /// The branch page the descent came to the leaf from (None for a root
+    /// leaf).
+    pub parent: Option<Parent>,
     /// Keeps the pages of the tree this descent went through (and the
     /// overflow runs they name) from being reused while the leaf is read.
     _descent: GatePass<'g>,
+}
+
+/// A branch page as a descent read it: its page, the version of its frame
+/// then (a frame and a version name one state of one page), the child the
+/// descent took and the page's separator count. A cursor steps to the
+/// leaf beside the one it read through it (`BtreeTable::beside`), while
+/// the version holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parent {
+    pub pgno: u64,
+    pub version: u64,
+    pub pos: usize,
+    pub n: usize,
 }
 
 /// What a point read found.
@@ -163,15 +188,16 @@ thread_local! {
 
 /// Where `target` leads in branch page `frame`, read from this thread's
 /// copy of it (made under its read latch when the frame's version moved
-/// since): the copy's version, the child, and the page's separators.
-/// Copies `bounds` as a latched read does. None when the frame is not a
-/// branch page any more or has left the cache: the caller latches it.
+/// since): the copy's version and where the descent went (`Parent`), and
+/// the child. Copies `bounds` as a latched read does. None when the frame
+/// is not a branch page any more or has left the cache: the caller latches
+/// it.
 fn read_copy(
     frame: &Frame,
     target: Target<'_>,
     bounds: Option<&mut Bounds>,
     ctx: &mut ReadContext,
-) -> Option<(u64, u64, usize)> {
+) -> Option<(Parent, u64)> {
     COPIES
         .try_with(|copies| {
             let mut copies = copies.try_borrow_mut().ok()?;
@@ -215,22 +241,29 @@ fn read_copy(
                 }
             };
             let c = copies.get(i)?;
-            let (child, n) = branch_step(&c.image, target, bounds, ctx);
+            let (child, pos, n) = branch_step(&c.image, target, bounds, ctx);
             ctx.blocks_from_cache += 1;
-            Some((c.version, child, n))
+            let parent = Parent {
+                pgno: frame.pgno,
+                version: c.version,
+                pos,
+                n,
+            };
+            Some((parent, child))
         })
         .ok()
         .flatten()
 }
 
-/// The child of branch page `p` that `target` leads to, and the page's
-/// separator count; the separators around it are copied into `bounds`.
+/// The child of branch page `p` that `target` leads to, its position, and
+/// the page's separator count; the separators around it are copied into
+/// `bounds`.
 fn branch_step(
     p: &[u8],
     target: Target<'_>,
     bounds: Option<&mut Bounds>,
     ctx: &mut ReadContext,
-) -> (u64, usize) {
+) -> (u64, usize, usize) {
     let n = page::count(p);
     let pos = match target {
         Target::First => 0,
@@ -249,7 +282,7 @@ fn branch_step(
             b.has_high = true;
         }
     }
-    (page::child_at(p, pos), n)
+    (page::child_at(p, pos), pos, n)
 }
 
 impl BtreeTable {
@@ -273,7 +306,9 @@ impl BtreeTable {
         // versions): else the descent starts over, and latches from the
         // root down.
         let mut from_copies = true;
+        let mut parent: Option<Parent>;
         let (height, mut depth, mut frame, mut guard, found) = loop {
+            parent = None;
             if let Some(b) = bounds.as_deref_mut() {
                 b.clear();
             }
@@ -293,13 +328,13 @@ impl BtreeTable {
                 let Some(frame) = self.find_frame(pgno, epoch) else {
                     break;
                 };
-                let Some((version, child, n)) =
-                    read_copy(frame, target, bounds.as_deref_mut(), ctx)
+                let Some((read, child)) = read_copy(frame, target, bounds.as_deref_mut(), ctx)
                 else {
                     break;
                 };
-                *c = (Some(frame), version);
-                (pgno, depth, fanout) = (child, depth + 1, n + 1);
+                *c = (Some(frame), read.version);
+                parent = Some(read);
+                (pgno, depth, fanout) = (child, depth + 1, read.n + 1);
             }
             let copies = copied.iter().filter(|c| c.0.is_some()).count() as u64;
             let (frame, guard, found) = if copies == 0 {
@@ -332,6 +367,7 @@ impl BtreeTable {
                     break Leaf {
                         frame,
                         guard,
+                        parent,
                         _descent: descent,
                     }
                 }
@@ -343,7 +379,14 @@ impl BtreeTable {
                     ))
                 }
             }
-            let (child, _) = branch_step(p, target, bounds.as_deref_mut(), ctx);
+            let (child, pos, n) = branch_step(p, target, bounds.as_deref_mut(), ctx);
+            // Stable while the read latch is held.
+            parent = Some(Parent {
+                pgno: frame.pgno,
+                version: frame.version(),
+                pos,
+                n,
+            });
             // The child's latch is taken before the parent's is let go.
             let (child_frame, child_guard, found) = self.latch_for_read(child, epoch, ctx)?;
             found_here += u64::from(found);
@@ -355,6 +398,96 @@ impl BtreeTable {
             self.cache.count_hits(found_here);
         }
         Ok(Some(leaf))
+    }
+
+    /// The leaf a cursor read last (`place`) again, latched, if its frame
+    /// is still cached and unchanged since (the same version: the same
+    /// frame in the same state), without a descent. None when it is not.
+    ///
+    /// Reading a leaf that the tree has since replaced (copied after a
+    /// checkpoint, and still cached) is right for the cursor: it was the
+    /// tree's leaf after the cursor's snapshot was taken, so it holds every
+    /// version the snapshot sees, and nothing it names is reused before it
+    /// leaves the cache (a page and the overflow runs it names are freed no
+    /// earlier than the checkpoint after its replacement, and a freed
+    /// page's frame is marked gone, which changes its version).
+    pub(crate) fn again<'g>(
+        &'g self,
+        place: &Place,
+        ctx: &mut ReadContext,
+        epoch: &'g Guard,
+    ) -> Option<Leaf<'g>> {
+        let descent = self.descents.enter();
+        let (frame, guard) = self.latch_if_cached(place.leaf, epoch, ctx)?;
+        if frame.version() != place.version {
+            return None;
+        }
+        self.file.counters.from_cache.add(1);
+        self.cache.count_hits(1);
+        Some(Leaf {
+            frame,
+            guard,
+            parent: place.parent,
+            _descent: descent,
+        })
+    }
+
+    /// The leaf beside the one at `place` under the same parent (the next
+    /// one when `forward`, else the one before), latched, with the
+    /// separators around it in `bounds`, if the parent is still cached and
+    /// unchanged since the descent read it and holds both separators;
+    /// None when it is not (the caller descends). The parent stays latched
+    /// until the child is (latch coupling, as in a descent); its children
+    /// are the leaf's level. Why reading a replaced parent is right: as
+    /// for `again` (a page is replaced together with its parent, whose
+    /// version then changes if it was changed in place, and a replaced
+    /// parent names only pages no older than itself).
+    pub(crate) fn beside<'g>(
+        &'g self,
+        place: &Place,
+        forward: bool,
+        bounds: &mut Bounds,
+        ctx: &mut ReadContext,
+        epoch: &'g Guard,
+    ) -> Result<Option<Leaf<'g>>> {
+        let Some(parent) = place.parent else {
+            return Ok(None);
+        };
+        // Child `pos` lies between separators `pos - 1` and `pos`.
+        let pos = match forward {
+            true if parent.pos + 1 < parent.n => parent.pos + 1,
+            false if parent.pos >= 2 => parent.pos - 1,
+            _ => return Ok(None),
+        };
+        let descent = self.descents.enter();
+        let Some((frame, guard)) = self.latch_if_cached(parent.pgno, epoch, ctx) else {
+            return Ok(None);
+        };
+        if frame.version() != parent.version {
+            return Ok(None);
+        }
+        let p = &guard.image;
+        let (leaf, leaf_guard, found) = self.latch_for_read(page::child_at(p, pos), epoch, ctx)?;
+        if page::kind(&leaf_guard.image) != page::KIND_LEAF {
+            return Err(self.file.corrupt(
+                leaf.pgno,
+                "a branch page's children are not all at one level",
+            ));
+        }
+        Bounds::copy(&mut bounds.low, page::ikey(p, pos - 1));
+        Bounds::copy(&mut bounds.high, page::ikey(p, pos));
+        bounds.has_low = true;
+        bounds.has_high = true;
+        drop(guard);
+        let found = 1 + u64::from(found);
+        self.file.counters.from_cache.add(found);
+        self.cache.count_hits(found);
+        Ok(Some(Leaf {
+            frame: leaf,
+            guard: leaf_guard,
+            parent: Some(Parent { pos, ..parent }),
+            _descent: descent,
+        }))
     }
 
     /// Reads a value out of its overflow run.
