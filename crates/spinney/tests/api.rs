@@ -631,3 +631,73 @@ fn get_into_reads_into_the_callers_buffer_as_get_reads() {
         assert!(buf.is_empty());
     }
 }
+
+#[test]
+fn a_refreshed_cursor_reads_the_current_state_within_its_bounds() {
+    // Goal: `Cursor::refresh` moves a cursor of either kind to the current
+    // state (from its creation's, or from a snapshot's), unpositioned,
+    // keeping its bounds, and a cursor reused for many seeks reads what
+    // fresh ones read; a cursor of a dropped table is refused.
+    for kind in [TableOptions::lsm(), TableOptions::btree()] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path());
+        let t = db.create_table("t", kind.clone()).expect("table");
+        for k in [b"a", b"c", b"e"] {
+            t.put(k, b"1").expect("put");
+        }
+        let snap = db.snapshot();
+        let options = spinney::ReadOptions {
+            snapshot: Some(&snap),
+            lower: std::ops::Bound::Included(b"b".to_vec()),
+            upper: std::ops::Bound::Excluded(b"e".to_vec()),
+        };
+        let mut c = t.cursor_with(&options).expect("cursor");
+        t.put(b"d", b"2").expect("put");
+        t.put(b"c", b"2").expect("put");
+        c.seek_to_first();
+        assert_eq!((c.key(), c.value()), (&b"c"[..], &b"1"[..]), "{kind:?}");
+        c.refresh().expect("refresh");
+        assert!(!c.valid(), "{kind:?}: unpositioned");
+        let mut seen = Vec::new();
+        c.seek_to_first();
+        while c.valid() {
+            seen.push((c.key().to_vec(), c.value().to_vec()));
+            c.next();
+        }
+        c.status().expect("status");
+        assert_eq!(
+            seen,
+            [
+                (b"c".to_vec(), b"2".to_vec()),
+                (b"d".to_vec(), b"2".to_vec())
+            ],
+            "{kind:?}: the current state, within the bounds"
+        );
+        // Many seeks through one refreshed cursor, against fresh cursors,
+        // while writes go on.
+        let mut reused = t.cursor().expect("cursor");
+        for i in 0..2000u32 {
+            let k = format!("k{:04}", (i * 7919) % 1000);
+            t.put(k.as_bytes(), format!("{i}").as_bytes()).expect("put");
+            reused.refresh().expect("refresh");
+            reused.seek(k.as_bytes());
+            let mut fresh = t.cursor().expect("cursor");
+            fresh.seek(k.as_bytes());
+            for _ in 0..3 {
+                assert_eq!(reused.valid(), fresh.valid(), "{kind:?}: {k}");
+                assert_eq!(reused.key(), fresh.key(), "{kind:?}: {k}");
+                assert_eq!(reused.value(), fresh.value(), "{kind:?}: {k}");
+                reused.next();
+                fresh.next();
+            }
+            if i == 1000 {
+                db.flush().expect("flush");
+            }
+        }
+        db.drop_table("t").expect("drop");
+        assert!(
+            matches!(reused.refresh(), Err(Error::NoSuchTable(_))),
+            "{kind:?}"
+        );
+    }
+}

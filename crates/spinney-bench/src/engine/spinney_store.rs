@@ -115,6 +115,7 @@ impl Store for SpinneyStore {
             store: self,
             counting: false,
             value: Vec::new(),
+            cursors: Vec::new(),
         }))
     }
 
@@ -220,6 +221,10 @@ struct SpinneySession<'a> {
     /// The buffer gets read values into (`Table::get_into`), as an
     /// application reading in a loop would.
     value: Vec<u8>,
+    /// A cursor per table, kept from seek to seek and refreshed before
+    /// each (`Cursor::refresh`), as the WiredTiger and LMDB adapters keep
+    /// theirs.
+    cursors: Vec<Option<spinney::Cursor>>,
 }
 
 impl Drop for SpinneySession<'_> {
@@ -277,7 +282,16 @@ impl Session for SpinneySession<'_> {
     }
 
     fn seek(&mut self, table: usize, key: &[u8], steps: usize) -> EngineResult<Seek> {
-        let mut cursor = self.store.table(table)?.cursor()?;
+        if self.cursors.len() <= table {
+            self.cursors.resize_with(table + 1, || None);
+        }
+        let cursor = match &mut self.cursors[table] {
+            Some(cursor) => {
+                cursor.refresh()?;
+                cursor
+            }
+            slot => slot.insert(self.store.table(table)?.cursor()?),
+        };
         cursor.seek(key);
         let mut seek = Seek {
             found: cursor.valid() && cursor.key() == key,

@@ -34,10 +34,11 @@ struct Buffers {
 /// The most window buffers a thread keeps for later iterators.
 const SPARE_WINDOWS_MAX: usize = 4;
 
-/// The entries a fresh iterator copies from a leaf: a seek and the few
-/// steps after it (db_bench's seekrandom takes ten) need no more. Each
-/// copy that a leaf's end did not cut short doubles it, up to a whole
-/// leaf.
+/// The entries a seek copies from a leaf: a seek and the few steps after
+/// it (db_bench's seekrandom takes ten) need no more. Each copy that a
+/// leaf's end did not cut short doubles it, up to a whole leaf, and each
+/// seek starts again from this (a cursor kept for many seeks otherwise
+/// copied whole leaves for each).
 const WINDOW_FIRST: usize = 16;
 const WINDOW_MAX: usize = 1 << 12;
 
@@ -275,6 +276,21 @@ impl BtreeIter {
         }
     }
 
+    /// The table it reads.
+    pub(crate) fn table(&self) -> &Arc<BtreeTable> {
+        &self.table
+    }
+
+    /// Unpositioned and without an error, its buffers kept: for a cursor
+    /// that reads the table again at a newer snapshot.
+    pub(crate) fn reset(&mut self) {
+        self.valid = false;
+        self.status = Ok(());
+        self.w.spans.clear();
+        self.w.data.clear();
+        self.w.place = None;
+    }
+
     /// Loads the leaf for `target` and copies the entries `pick` chooses.
     /// False when the tree is empty or on error.
     fn load(&mut self, target: Target<'_>, pick: Pick<'_>) -> bool {
@@ -455,6 +471,7 @@ impl InternalIterator for BtreeIter {
 
     fn seek_to_first(&mut self) {
         self.valid = false;
+        self.w.size = WINDOW_FIRST;
         if self.status.is_err() || !self.load(Target::First, Pick::First) {
             return;
         }
@@ -464,6 +481,7 @@ impl InternalIterator for BtreeIter {
 
     fn seek_to_last(&mut self) {
         self.valid = false;
+        self.w.size = WINDOW_FIRST;
         if self.status.is_err() || !self.load(Target::Last, Pick::Before(None)) {
             return;
         }
@@ -472,6 +490,7 @@ impl InternalIterator for BtreeIter {
 
     fn seek(&mut self, target: &[u8]) {
         self.valid = false;
+        self.w.size = WINDOW_FIRST;
         if self.status.is_err()
             || !self.load(
                 Target::AtOrAfter(KeyRef::of(target)),

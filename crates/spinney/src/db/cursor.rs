@@ -10,7 +10,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::snapshot::Snapshot;
-use super::table::Table;
+use super::table::{ReadOptions, Table};
 use super::Core;
 use crate::btree::iter::BtreeIter;
 use crate::error::{Error, Result};
@@ -30,7 +30,7 @@ impl Table {
         upper: Bound<Vec<u8>>,
     ) -> Result<UserCursor<TableIter>> {
         let source = match (&self.core, pin) {
-            (Core::Lsm(t), Pin::Lsm(sv)) => TableIter::Lsm(t.source(sv, seqno)?),
+            (Core::Lsm(t), Pin::Lsm(sv, _)) => TableIter::Lsm(t.source(sv, seqno)?),
             (Core::Btree(t), _) => TableIter::Btree(BtreeIter::new(Arc::clone(t))),
             // An LSM read at a seqno needs the super version held before
             // the seqno was taken (`pin`); a later one may lack versions
@@ -54,7 +54,7 @@ impl Table {
             Core::Lsm(t) => {
                 let sv = t.super_version();
                 let seqno = self.read_seqno(snapshot)?;
-                Ok((Pin::Lsm(sv), seqno))
+                Ok((Pin::Lsm(sv, self.clone()), seqno))
             }
             Core::Btree(_) => {
                 // Checks that a given snapshot is this database's.
@@ -158,7 +158,7 @@ impl InternalIterator for TableIter {
 /// ```
 pub struct Cursor {
     pub(super) inner: UserCursor<TableIter>,
-    pub(super) _pin: Pin,
+    pub(super) pin: Pin,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -186,8 +186,9 @@ impl std::fmt::Debug for Range {
 
 /// What keeps a cursor's state readable.
 pub(super) enum Pin {
-    Lsm(Arc<SuperVersion>),
-    #[expect(dead_code, reason = "held for its registration, released when dropped")]
+    /// An LSM table's trees, and the table (read again by `refresh`).
+    Lsm(Arc<SuperVersion>, Table),
+    /// A B-tree table's registered snapshot.
     Snapshot(Snapshot),
     /// Pinned by the `Range` that holds the cursor.
     None,
@@ -391,6 +392,62 @@ impl Cursor {
     pub fn status(&self) -> Result<()> {
         self.inner.status()
     }
+
+    /// Reads the table again as it is now: the cursor is unpositioned (seek
+    /// next), keeps its bounds and buffers, lets go of the state it read
+    /// (a cursor made at a snapshot moves to the current state too) and
+    /// forgets an earlier error. A loop of seeks that keeps one cursor and
+    /// refreshes it before each costs less than one that makes a cursor
+    /// for each: a B-tree cursor only registers a newer snapshot (an LSM
+    /// cursor gathers its table's trees again, as a new one does).
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// let t = db.create_table("t", spinney::TableOptions::btree())?;
+    /// t.put(b"a", b"1")?;
+    /// let mut c = t.cursor()?;
+    /// t.put(b"b", b"2")?;
+    /// c.seek(b"b");
+    /// assert!(!c.valid()); // made before "b" was written
+    /// c.refresh()?;
+    /// c.seek(b"b");
+    /// assert_eq!(c.value(), b"2");
+    /// # Ok(()) }
+    /// ```
+    pub fn refresh(&mut self) -> Result<()> {
+        match &mut self.pin {
+            Pin::Snapshot(snap) => {
+                let TableIter::Btree(it) = self.inner.iter_mut() else {
+                    return Err(Error::invalid("this cursor cannot be refreshed"));
+                };
+                snap.db.check_open()?;
+                let table = it.table();
+                if table.dropped.load(std::sync::atomic::Ordering::Acquire) {
+                    return Err(Error::NoSuchTable(table.name.clone()));
+                }
+                // Registered before the older one lets go.
+                let fresh = Snapshot::new(&snap.db);
+                let seqno = fresh.seqno;
+                *snap = fresh;
+                it.reset();
+                self.inner.reset(seqno);
+                Ok(())
+            }
+            Pin::Lsm(_, table) => {
+                let (lower, upper) = self.inner.bounds();
+                let options = ReadOptions {
+                    snapshot: None,
+                    lower: lower.clone(),
+                    upper: upper.clone(),
+                };
+                *self = table.cursor_with(&options)?;
+                Ok(())
+            }
+            Pin::None => Err(Error::invalid("this cursor cannot be refreshed")),
+        }
+    }
 }
 
 /// The entries of a key range, as a double-ended iterator of
@@ -434,7 +491,7 @@ impl Range {
         let (pin, seqno) = table.pin(snapshot)?;
         let front = Cursor {
             inner: table.cursor_at(&pin, seqno, lower.clone(), upper.clone())?,
-            _pin: Pin::None,
+            pin: Pin::None,
         };
         Ok(Range {
             front,
@@ -505,7 +562,7 @@ impl DoubleEndedIterator for Range {
                 };
                 let b = self.back.insert(Cursor {
                     inner,
-                    _pin: Pin::None,
+                    pin: Pin::None,
                 });
                 b.seek_to_last();
                 b

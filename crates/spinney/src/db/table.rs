@@ -313,7 +313,7 @@ impl Table {
         self.check()?;
         let (pin, seqno) = self.pin(options.snapshot)?;
         let inner = self.cursor_at(&pin, seqno, options.lower.clone(), options.upper.clone())?;
-        Ok(Cursor { inner, _pin: pin })
+        Ok(Cursor { inner, pin })
     }
 
     pub(super) fn read_seqno(&self, snapshot: Option<&Snapshot>) -> Result<u64> {

@@ -67,6 +67,26 @@ impl<I: InternalIterator> UserCursor<I> {
         self.valid
     }
 
+    /// The inner iterator.
+    pub(crate) fn iter_mut(&mut self) -> &mut I {
+        &mut self.iter
+    }
+
+    /// The bounds the cursor shows keys within.
+    pub(crate) fn bounds(&self) -> (&Bound<Vec<u8>>, &Bound<Vec<u8>>) {
+        (&self.lower, &self.upper)
+    }
+
+    /// Unpositioned, reading at `snapshot` from now on, with no error.
+    pub(crate) fn reset(&mut self, snapshot: u64) {
+        self.snapshot = snapshot;
+        self.direction = Direction::Forward;
+        self.valid = false;
+        self.key.clear();
+        self.value.clear();
+        self.error = None;
+    }
+
     /// The key shown (empty when not valid).
     #[inline]
     pub(crate) fn key(&self) -> &[u8] {
