@@ -197,6 +197,14 @@ pub trait PagedFile: Send + Sync {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
     /// Makes every write so far durable.
     fn sync(&self) -> Result<()>;
+    /// A hint: starts writing the bytes written to `[offset, offset +
+    /// len)` out to storage, without waiting for them (on Linux,
+    /// `sync_file_range` with `SYNC_FILE_RANGE_WRITE`), so that a later
+    /// `sync` has less to do. Durability still needs `sync`; a file system
+    /// without it does nothing.
+    fn start_writeback(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
     /// Cuts the file to `len` bytes (or grows it with zeros). Durable, like
     /// writes, only after `sync`: until then a crash may keep either length.
     fn set_len(&self, len: u64) -> Result<()>;
