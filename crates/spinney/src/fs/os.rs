@@ -209,6 +209,9 @@ struct OsWritableFile {
     path: PathBuf,
     buf: Vec<u8>,
     len: u64,
+    /// Bytes passed to the OS, and those handed to `start_writeback`.
+    written: u64,
+    handed: u64,
     stats: Arc<IoStats>,
 }
 
@@ -224,6 +227,33 @@ fn create_file(path: &Path) -> Result<File> {
         .map_err(|e| Error::io("create", path, e))
 }
 
+/// Bytes a writable file passes to the OS between two hints to start
+/// their writeback (`start_writeback`).
+const WRITEBACK_BYTES: u64 = 8 << 20;
+
+/// Starts writing `[offset, offset + len)` of `file` out to storage
+/// without waiting (Linux: `sync_file_range` with `SYNC_FILE_RANGE_WRITE`;
+/// elsewhere nothing). A file written whole and synced once at its end (an
+/// SST, a B-tree checkpoint) otherwise leaves all its pages to that sync,
+/// which holds the file system's journal while commits wait on it.
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: a system call on a descriptor `file` owns; no memory is
+        // passed. A hint: its failure changes nothing a sync relies on, so
+        // it is ignored.
+        unsafe {
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
 impl OsWritableFile {
     fn new(file: File, path: &Path, stats: &Arc<IoStats>) -> OsWritableFile {
         OsWritableFile {
@@ -231,6 +261,8 @@ impl OsWritableFile {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
             len: 0,
+            written: 0,
+            handed: 0,
             stats: Arc::clone(stats),
         }
     }
@@ -240,6 +272,11 @@ impl OsWritableFile {
             .write_all(data)
             .map_err(|e| Error::io("write", &self.path, e))?;
         self.stats.record_write(data.len());
+        self.written += data.len() as u64;
+        if self.written - self.handed >= WRITEBACK_BYTES {
+            start_writeback(&self.file, self.handed, self.written - self.handed);
+            self.handed = self.written;
+        }
         Ok(())
     }
 }
@@ -372,26 +409,7 @@ impl PagedFile for OsPagedFile {
     }
 
     fn start_writeback(&self, offset: u64, len: u64) {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-                return;
-            };
-            // SAFETY: a system call on a descriptor `file` owns; no memory
-            // is passed. A hint: its failure changes nothing a `sync`
-            // relies on, so it is ignored.
-            unsafe {
-                libc::sync_file_range(
-                    self.file.as_raw_fd(),
-                    offset,
-                    len,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                )
-            };
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (offset, len);
+        start_writeback(&self.file, offset, len);
     }
 
     fn set_len(&self, len: u64) -> Result<()> {
