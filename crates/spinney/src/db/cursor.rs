@@ -399,7 +399,9 @@ impl Cursor {
     /// forgets an earlier error. A loop of seeks that keeps one cursor and
     /// refreshes it before each costs less than one that makes a cursor
     /// for each: a B-tree cursor only registers a newer snapshot (an LSM
-    /// cursor gathers its table's trees again, as a new one does).
+    /// cursor gathers its table's trees again, as a new one does). If it
+    /// fails (the database closed, the table dropped), the cursor is left
+    /// as it was.
     ///
     /// ```
     /// # fn main() -> spinney::Result<()> {

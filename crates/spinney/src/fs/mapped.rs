@@ -47,14 +47,21 @@ use super::{IoStats, WritableFile};
 use crate::error::{Error, Result};
 
 /// How a `MappedLog` steps through its file. Each is a power of two; `map`
-/// is a multiple of `reserve`, which is one of `release`, which is one of
-/// the page size.
+/// is a multiple of `reserve`, which is one of `step`, which is one of
+/// `release`, which is one of the page size.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Sizes {
     /// Bytes of the file mapped at a time (address space, not memory).
     pub map: u64,
-    /// Bytes reserved with one `fallocate`.
+    /// The bytes the segment is expected to grow to.
+    pub segment: u64,
+    /// Bytes reserved with one `fallocate` up to `segment`.
     pub reserve: u64,
+    /// Bytes reserved with one `fallocate` past `segment`: a segment runs
+    /// past it only by the commit group that crosses it, and then rolls,
+    /// cutting the rest back; a reservation of `reserve` there was mostly
+    /// wasted, and on a nearly full disk an error where a step would fit.
+    pub step: u64,
     /// Bytes appended between two releases of the pages behind the writer.
     pub release: u64,
 }
@@ -80,7 +87,9 @@ impl Sizes {
         let reserve = bytes.next_power_of_two().clamp(64 << 10, 64 << 20);
         Sizes {
             map: 256 << 20,
+            segment: bytes,
             reserve,
+            step: reserve.min(1 << 20),
             release: reserve.min(256 << 10),
         }
     }
@@ -257,8 +266,13 @@ impl MappedLog {
             self.released = at;
         }
         if self.len == self.reserved {
-            reserve(&self.file, self.reserved, self.sizes.reserve)?;
-            self.reserved += self.sizes.reserve;
+            let bytes = if self.reserved < self.sizes.segment {
+                self.sizes.reserve
+            } else {
+                self.sizes.step
+            };
+            reserve(&self.file, self.reserved, bytes)?;
+            self.reserved += bytes;
         }
         Ok(())
     }
@@ -364,10 +378,13 @@ mod tests {
     use crate::wal::writer::LogWriter;
 
     /// Small steps, so that a few MiB cross every boundary many times: a
-    /// mapping of 1 MiB, reservations of 256 KiB, releases of 64 KiB.
+    /// mapping of 1 MiB, reservations of 256 KiB up to 2 MiB and of 128
+    /// KiB past it, releases of 64 KiB.
     const SMALL: Sizes = Sizes {
         map: 1 << 20,
+        segment: 2 << 20,
         reserve: 256 << 10,
+        step: 128 << 10,
         release: 64 << 10,
     };
 
@@ -422,7 +439,7 @@ mod tests {
         let all = fill(&mut log, (3 << 20) + 1000, 2);
         let seen = std::fs::read(&path).expect("read");
         assert!(seen.len() > all.len(), "reserved zeros follow the appends");
-        assert_eq!(seen.len() as u64 % SMALL.reserve, 0);
+        assert_eq!(seen.len() as u64 % SMALL.step, 0);
         assert_eq!(&seen[..all.len()], &all[..]);
         assert!(seen[all.len()..].iter().all(|&b| b == 0));
         drop(log);
@@ -473,7 +490,8 @@ mod tests {
             let s = Sizes::for_segment(bytes);
             assert_eq!(s.reserve, reserve, "{bytes}");
             assert_eq!(s.map % s.reserve, 0);
-            assert_eq!(s.reserve % s.release, 0);
+            assert_eq!(s.reserve % s.step, 0);
+            assert_eq!(s.step % s.release, 0);
             assert_eq!(s.release % (64 << 10), 0);
         }
     }
