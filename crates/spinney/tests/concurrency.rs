@@ -14,6 +14,19 @@ fn small_tables() -> TableOptions {
     }
 }
 
+/// A B-tree table of 4 KiB pages, so that a few thousand keys make a tree
+/// of several levels.
+fn small_btree(db: &Db) -> spinney::Table {
+    db.create_table(
+        "tree",
+        TableOptions {
+            page_size: 4096,
+            ..TableOptions::btree()
+        },
+    )
+    .expect("create")
+}
+
 #[test]
 fn concurrent_writers_lose_nothing_and_readers_see_whole_batches() {
     // Goal: with 4 writers and 3 readers at once, every acknowledged write
@@ -257,15 +270,7 @@ fn btree_readers_racing_splits_new_roots_and_page_copies_read_right() {
     // races in a window too narrow for this test to hit.)
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Arc::new(Db::open(dir.path(), Options::default()).expect("open"));
-    let table = db
-        .create_table(
-            "tree",
-            TableOptions {
-                page_size: 4096,
-                ..TableOptions::btree()
-            },
-        )
-        .expect("create");
+    let table = small_btree(&db);
     let key =
         |i: u64| format!("k{:09}", i.wrapping_mul(2_654_435_761) % 1_000_000_007).into_bytes();
     let value = |k: &[u8]| {
@@ -348,15 +353,7 @@ fn btree_cursors_read_one_state_while_leaves_are_copied_split_and_packed() {
     const ROUNDS: u64 = 25;
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    let table = db
-        .create_table(
-            "tree",
-            TableOptions {
-                page_size: 4096,
-                ..TableOptions::btree()
-            },
-        )
-        .expect("create");
+    let table = small_btree(&db);
     let key = |i: u64| format!("k{i:06}").into_bytes();
     let value = |round: u64| {
         let mut v = format!("{round:04}").into_bytes();
