@@ -37,12 +37,8 @@ use super::{file_name, BtreeTable, Root, RootCell};
 use crate::cache::Cache;
 use crate::counter::StripedGate;
 use crate::error::{Error, Result};
-use crate::fs::Fs;
+use crate::fs::{Fs, WRITEBACK_BYTES};
 use crate::options::TableOptions;
-
-/// Pages a checkpoint writes between two hints to start their writeback
-/// (`PagedFile::start_writeback`): 8 MiB of 8 KiB pages.
-const WRITEBACK_PAGES: u64 = 1024;
 
 /// Checkpoint figures.
 #[derive(Debug, Default)]
@@ -360,7 +356,7 @@ impl BtreeTable {
         sync_log: impl FnOnce(u64) -> Result<()>,
     ) -> Result<u64> {
         let mut written = 0u64;
-        // In the file's order, each run of `WRITEBACK_PAGES` written handed
+        // In the file's order, each run of `WRITEBACK_BYTES` written handed
         // to the disk at once (`start_writeback`) rather than left to the
         // one sync at the end: a sync of hundreds of MB of dirty pages held
         // the file system's journal, and commits that waited on it (a log
@@ -382,7 +378,7 @@ impl BtreeTable {
                 written += 1;
                 let (first, pages) = run.get_or_insert((pgno, 0));
                 *pages += 1;
-                if *pages == WRITEBACK_PAGES {
+                if *pages * page_size >= WRITEBACK_BYTES {
                     let len = (pgno + 1 - *first) * page_size;
                     self.file.file.start_writeback(*first * page_size, len);
                     run = None;

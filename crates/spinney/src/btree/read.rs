@@ -80,6 +80,16 @@ impl Bounds {
         self.has_high = false;
     }
 
+    fn set_low(&mut self, key: &[u8]) {
+        Bounds::copy(&mut self.low, key);
+        self.has_low = true;
+    }
+
+    fn set_high(&mut self, key: &[u8]) {
+        Bounds::copy(&mut self.high, key);
+        self.has_high = true;
+    }
+
     /// Sets `buf` to `key`, reusing its allocation.
     pub(crate) fn copy(buf: &mut Vec<u8>, key: &[u8]) {
         buf.clear();
@@ -274,12 +284,10 @@ fn branch_step(
     if let Some(b) = bounds {
         // A deeper level's separator is the tighter one.
         if pos > 0 {
-            Bounds::copy(&mut b.low, page::ikey(p, pos - 1));
-            b.has_low = true;
+            b.set_low(page::ikey(p, pos - 1));
         }
         if pos < n {
-            Bounds::copy(&mut b.high, page::ikey(p, pos));
-            b.has_high = true;
+            b.set_high(page::ikey(p, pos));
         }
     }
     (page::child_at(p, pos), pos, n)
@@ -394,10 +402,16 @@ impl BtreeTable {
             depth += 1;
         };
         if found_here > 0 {
-            self.file.counters.from_cache.add(found_here);
-            self.cache.count_hits(found_here);
+            self.count_found(found_here);
         }
         Ok(Some(leaf))
+    }
+
+    /// Counts pages a read found through the frame table (the cache's own
+    /// path counts its hits itself).
+    fn count_found(&self, pages: u64) {
+        self.file.counters.from_cache.add(pages);
+        self.cache.count_hits(pages);
     }
 
     /// The leaf a cursor read last (`place`) again, latched, if its frame
@@ -422,8 +436,7 @@ impl BtreeTable {
         if frame.version() != place.version {
             return None;
         }
-        self.file.counters.from_cache.add(1);
-        self.cache.count_hits(1);
+        self.count_found(1);
         Some(Leaf {
             frame,
             guard,
@@ -474,14 +487,10 @@ impl BtreeTable {
                 "a branch page's children are not all at one level",
             ));
         }
-        Bounds::copy(&mut bounds.low, page::ikey(p, pos - 1));
-        Bounds::copy(&mut bounds.high, page::ikey(p, pos));
-        bounds.has_low = true;
-        bounds.has_high = true;
+        bounds.set_low(page::ikey(p, pos - 1));
+        bounds.set_high(page::ikey(p, pos));
         drop(guard);
-        let found = 1 + u64::from(found);
-        self.file.counters.from_cache.add(found);
-        self.cache.count_hits(found);
+        self.count_found(1 + u64::from(found));
         Ok(Some(Leaf {
             frame: leaf,
             guard: leaf_guard,

@@ -171,6 +171,10 @@ pub trait RandomAccessFile: Send + Sync {
     fn path(&self) -> &Path;
 }
 
+/// Bytes written between two hints to start their writeback
+/// (`PagedFile::start_writeback`, and the OS writable files' own).
+pub(crate) const WRITEBACK_BYTES: u64 = 8 << 20;
+
 /// A file of pages, read and written in place by many threads (B-tree
 /// files). Writes reach the operating system at once; they are durable only
 /// after `sync`, and until then a crash may keep any subset of them, each

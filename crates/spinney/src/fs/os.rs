@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, Fs, IoStats, PagedFile, RandomAccessFile, WritableFile};
+use super::{FileLock, Fs, IoStats, PagedFile, RandomAccessFile, WritableFile, WRITEBACK_BYTES};
 use crate::error::{Error, Result};
 
 /// Appends smaller than this are gathered before a `write` system call.
@@ -226,10 +226,6 @@ fn create_file(path: &Path) -> Result<File> {
         .open(path)
         .map_err(|e| Error::io("create", path, e))
 }
-
-/// Bytes a writable file passes to the OS between two hints to start
-/// their writeback (`start_writeback`).
-const WRITEBACK_BYTES: u64 = 8 << 20;
 
 /// Starts writing `[offset, offset + len)` of `file` out to storage
 /// without waiting (Linux: `sync_file_range` with `SYNC_FILE_RANGE_WRITE`;
