@@ -243,6 +243,9 @@ impl BtreeTable {
                 st.retired.push(old_map);
             }
             st.limbo = std::mem::take(&mut st.retired);
+            // Those pages were retired before now: a moment without a
+            // descent counts for them only from here (`reclaim`).
+            st.limbo_quiet = false;
             // The free map lists the free pages of the image: free now, or
             // used only by older images. Its own pages come out of the free
             // list first, so the loop settles once the run is large enough.
@@ -305,13 +308,9 @@ impl BtreeTable {
             })
             .inspect_err(|e| self.file.fail(&format!("a checkpoint failed: {e}")))?;
         // Durable: what only older images used is free now, once no
-        // descent is reading it.
-        {
-            let mut st = self.tree.lock();
-            let limbo = std::mem::take(&mut st.limbo);
-            st.unreachable.extend(limbo);
-            self.reclaim(&mut st);
-        }
+        // descent is reading it, and the pages taken from it early may be
+        // written.
+        self.after_durable();
         *durable = c;
         self.persisted_seqno.fetch_max(c.seqno, Ordering::AcqRel);
         let pages = written + u64::from(c.free_map_pages);

@@ -275,11 +275,28 @@ impl BtreeTable {
 #[cfg(test)]
 pub(crate) fn scratch_table(dir: &std::path::Path, page_size: usize, seqno: u64) -> BtreeTable {
     let fs = crate::fs::OsFs::new();
-    let options = TableOptions {
+    BtreeTable::create_file(&fs, dir, 1, &scratch_options(page_size), seqno).expect("create");
+    reopen_scratch_table(dir, page_size, 64 << 20)
+}
+
+#[cfg(test)]
+fn scratch_options(page_size: usize) -> TableOptions {
+    TableOptions {
         page_size,
         ..TableOptions::btree()
-    };
-    BtreeTable::create_file(&fs, dir, 1, &options, seqno).expect("create");
-    let cache = Arc::new(crate::cache::Cache::new(64 << 20));
+    }
+}
+
+/// The table of `scratch_table` opened again at its durable image, with a
+/// cache of its own of `cache_bytes`.
+#[cfg(test)]
+pub(crate) fn reopen_scratch_table(
+    dir: &std::path::Path,
+    page_size: usize,
+    cache_bytes: u64,
+) -> BtreeTable {
+    let fs = crate::fs::OsFs::new();
+    let cache = Arc::new(crate::cache::Cache::new(cache_bytes));
+    let options = scratch_options(page_size);
     BtreeTable::open(&fs, dir, 1, "t".into(), options, cache, 1, 1, 0, false).expect("open")
 }

@@ -38,6 +38,7 @@ use crossbeam_epoch::Guard;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::frames::FrameTable;
+use super::free_space::TreeState;
 use super::{format, page, BtreeTable};
 use crate::cache::{Cache, Entry, State};
 use crate::counter::Striped;
@@ -249,7 +250,9 @@ impl Frame {
 /// while it holds changes not yet written (the pager writes it: see
 /// `write_handed_back`), unless its table has failed (busy then: it stays
 /// until reopen); else clean. Never blocks: the cache asks under a
-/// shard's mutex.
+/// shard's mutex. (A page that may not be written yet, reused before the
+/// checkpoint that frees it is durable, is busy by the first rule: the
+/// writer's state holds a handle to it, `TreeState::held`.)
 impl Entry for Frame {
     fn state(&self, shared: bool) -> State {
         if shared {
@@ -613,8 +616,14 @@ impl BtreeTable {
     }
 
     /// Caches a new page, dirty, replacing any stale frame of its number.
-    pub(super) fn install_page(&self, pgno: u64, image: Vec<u8>) -> Arc<Frame> {
+    /// If its page may not be written yet (`TreeState::held`), the
+    /// writer's state keeps a handle to the frame, so that the cache
+    /// neither hands it back to be written nor evicts it.
+    pub(super) fn install_page(&self, st: &mut TreeState, pgno: u64, image: Vec<u8>) -> Arc<Frame> {
         let frame = Frame::new(Arc::clone(&self.file), pgno, true, image);
+        if let Some(slot) = st.held.get_mut(&pgno) {
+            *slot = Some(Arc::clone(&frame));
+        }
         self.cache
             .insert_or_share((self.file.owner, pgno), frame, self.charge(), true)
     }

@@ -161,7 +161,7 @@ impl BtreeTable {
                 .map(|i| page::cell_bytes(&src, i))
                 .collect();
             cells.insert(pos, &new_cell);
-            let right_pgno = st.alloc(1);
+            let right_pgno = self.alloc_page(st);
             let mut right = vec![0u8; p.len()];
             let sep = if is_leaf {
                 let m = leaf_split_point(&cells, pos + 1 == cells.len(), p.len() - page::HEADER);
@@ -217,16 +217,16 @@ impl BtreeTable {
                 page::rebuild(p, cells.get(..m).unwrap_or(&[]));
                 cell_key(mid, false).to_vec()
             };
-            self.install_page(right_pgno, right);
+            self.install_page(st, right_pgno, right);
             carry = Some((sep, right_pgno));
         }
         if let Some((sep, right)) = carry {
             // The root split: a new root over the two halves.
-            let pgno = st.alloc(1);
+            let pgno = self.alloc_page(st);
             let mut image = vec![0u8; self.file.image_len()];
             page::init(&mut image, page::KIND_BRANCH, root.pgno);
             page::insert(&mut image, 0, &page::branch_cell(&sep, right));
-            self.install_page(pgno, image);
+            self.install_page(st, pgno, image);
             *root = Root::new(pgno, root.height + 1);
         }
         Ok(())

@@ -248,11 +248,11 @@ impl BtreeTable {
     }
 
     fn new_root(&self, st: &mut TreeState, cell: &[u8]) -> Result<()> {
-        let pgno = st.alloc(1);
+        let pgno = self.alloc_page(st);
         let mut image = vec![0u8; self.file.image_len()];
         page::init(&mut image, page::KIND_LEAF, 0);
         page::insert(&mut image, 0, cell);
-        self.install_page(pgno, image);
+        self.install_page(st, pgno, image);
         *self.root.write() = Root::new(pgno, 1);
         Ok(())
     }
@@ -334,8 +334,8 @@ impl BtreeTable {
         if page::kind(&image) == page::KIND_LEAF {
             self.prune(st, &mut image, horizon);
         }
-        let pgno = st.alloc(1);
-        let frame = self.install_page(pgno, image);
+        let pgno = self.alloc_page(st);
+        let frame = self.install_page(st, pgno, image);
         match parent {
             None => {
                 self.root.write().pgno = pgno;

@@ -245,6 +245,11 @@ impl Cache {
         }
     }
 
+    /// The budget in bytes.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
     fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
         // A seed apart from the map's, so that the shard's bits and the
         // map's buckets do not follow each other.
