@@ -25,8 +25,12 @@ use super::pager::Frame;
 use super::BtreeTable;
 
 /// Limbo pages made reusable (`early`) by one call of `reclaim`, each
-/// dropped from the cache first: a bound on what one write does.
-const EARLY_STEP: u64 = 32;
+/// dropped from the cache first: a bound on what one write does. A
+/// checkpoint's limbo (42,000 pages after a 2M-key overwrite) is drained
+/// in some 5,000 writes, long before the next checkpoint; with 32 a write
+/// the overwrite had more slow writes (over 76 us: 454 to 613 in three
+/// runs against 312 to 482 with 8; docs/performance.md).
+const EARLY_STEP: u64 = 8;
 
 /// At most this part of the cache's budget is held by pages reused from
 /// limbo (`held`: dirty, and kept in the cache until the running
@@ -243,10 +247,10 @@ impl BtreeTable {
     /// than the cache's share are held, `early`'s; else the file's end. A
     /// page from `early` is still the durable image's: it is held (its
     /// frame, once installed, kept in the cache and not written:
-    /// `install_page`) until the running checkpoint is durable. Without this the pages of the next
-    /// epoch's copies, made while a checkpoint writes, came from the
-    /// file's end: the file of a table overwritten at random was the
-    /// high-water mark of about 2.4 images of its tree.
+    /// `install_page`) until the running checkpoint is durable. Without
+    /// this the pages of the next epoch's copies, made while a checkpoint
+    /// writes, came from the file's end: the file of a table overwritten
+    /// at random was the high-water mark of about 2.4 images of its tree.
     pub(super) fn alloc_page(&self, st: &mut TreeState) -> u64 {
         let held_max = self.cache.capacity()
             / HELD_SHARE_OF_CACHE
