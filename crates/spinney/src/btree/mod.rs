@@ -257,6 +257,16 @@ impl std::fmt::Debug for BtreeTable {
     }
 }
 
+/// A table dropped with pages still held (its last checkpoint failed, or it
+/// is dropped while one runs) gives back the cache's pinned share they
+/// took.
+impl Drop for BtreeTable {
+    fn drop(&mut self) {
+        let held = self.tree.get_mut().held.len() as u64;
+        self.cache.unpin(held * self.charge());
+    }
+}
+
 impl BtreeTable {
     /// Whether a page write failed (in an eviction); the table takes no
     /// more writes then.

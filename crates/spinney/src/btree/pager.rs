@@ -482,7 +482,7 @@ pub(crate) fn read_run(
 }
 
 impl BtreeTable {
-    fn charge(&self) -> u64 {
+    pub(super) fn charge(&self) -> u64 {
         self.file.page_size as u64 + FRAME_OVERHEAD
     }
 

@@ -50,6 +50,13 @@ const SHARDS: usize = 1 << SHARD_BITS;
 /// writer drains the list.
 pub(crate) const HANDED_BACK_MAX_DIVISOR: u64 = 16;
 
+/// At most 1/PINNED_SHARE of the budget is kept in the cache on purpose by
+/// its owners, for all of them together (`Cache::try_pin`): B-tree pages
+/// reused before the checkpoint that frees them is durable, which may be
+/// neither written nor evicted until then. Past it, a B-tree takes new
+/// pages at its file's end, as it would without early reuse.
+pub(crate) const PINNED_SHARE: u64 = 4;
+
 /// Cache key: (owner, offset).
 pub(crate) type CacheKey = (u64, u64);
 
@@ -169,6 +176,8 @@ pub(crate) struct Cache {
     handed_back: Mutex<Vec<HandedBack>>,
     /// The charges of `handed_back`.
     handed_back_bytes: AtomicU64,
+    /// Bytes owners keep in the cache on purpose (`try_pin`).
+    pinned: AtomicU64,
     /// Hits counted by readers that found their entry without the map (B-tree
     /// pages found through a frame table): striped, as those readers share
     /// nothing else.
@@ -241,13 +250,30 @@ impl Cache {
             evictions: AtomicU64::new(0),
             handed_back: Mutex::new(Vec::new()),
             handed_back_bytes: AtomicU64::new(0),
+            pinned: AtomicU64::new(0),
             hits_elsewhere: Striped::default(),
         }
     }
 
-    /// The budget in bytes.
-    pub(crate) fn capacity(&self) -> u64 {
-        self.capacity
+    /// Takes `bytes` of the share of the budget that owners may keep from
+    /// leaving the cache on purpose (`PINNED_SHARE`: B-tree pages that may
+    /// not be written yet), if that much is left; false if not.
+    pub(crate) fn try_pin(&self, bytes: u64) -> bool {
+        let limit = self.capacity / PINNED_SHARE;
+        self.pinned
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                p.checked_add(bytes).filter(|&n| n <= limit)
+            })
+            .is_ok()
+    }
+
+    /// Gives back what `try_pin` took.
+    pub(crate) fn unpin(&self, bytes: u64) {
+        let _ = self
+            .pinned
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                Some(p.saturating_sub(bytes))
+            });
     }
 
     fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
@@ -589,6 +615,22 @@ mod tests {
             assert!(cache.stats().usage_bytes <= 16 * 1000);
         }
         assert!(cache.stats().evictions > 0);
+    }
+
+    #[test]
+    fn the_pinned_share_is_one_for_all_owners_and_given_back() {
+        // Goal: owners together pin at most 1/PINNED_SHARE of the budget,
+        // and what they give back may be pinned again.
+        let cache = Cache::new(4000 * PINNED_SHARE);
+        assert!(cache.try_pin(3000), "the first owner's pin was refused");
+        assert!(cache.try_pin(1000), "the second owner's pin was refused");
+        assert!(!cache.try_pin(1), "a pin past the share was taken");
+        cache.unpin(1000);
+        assert!(
+            cache.try_pin(600),
+            "a pin within what was given back was refused"
+        );
+        assert!(!cache.try_pin(401), "a pin past the share was taken");
     }
 
     #[test]
