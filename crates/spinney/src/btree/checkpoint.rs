@@ -243,10 +243,6 @@ impl BtreeTable {
                 st.retired.push(old_map);
             }
             st.limbo = std::mem::take(&mut st.retired);
-            // Those pages were retired before now: a moment without a
-            // descent counts for them only from here (`reclaim`).
-            st.limbo_quiet = false;
-            st.early_open = false;
             // The free map lists the free pages of the image: free now, or
             // used only by older images. Its own pages come out of the free
             // list first, so the loop settles once the run is large enough.

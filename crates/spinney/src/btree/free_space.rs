@@ -6,10 +6,9 @@
 //! or the free map run), `free` (allocatable now), `retired` (replaced
 //! since the last freeze), `limbo` (retired before it, waiting for its
 //! checkpoint to be durable), `early` (limbo pages out of the cache that
-//! no descent can reach any more, allocatable, once every limbo page is
-//! out of the cache, for tree pages that stay in the cache until that
-//! checkpoint is durable), or `unreachable` (free in the durable image,
-//! waiting until no descent begun before can read it). Only pages
+//! no descent can reach any more, allocatable for tree pages that stay in
+//! the cache until that checkpoint is durable), or `unreachable` (free in
+//! the durable image, waiting until no descent begun before can read it). Only pages
 //! allocated since the last freeze (`fresh`) are written over, and of
 //! those, the ones taken from `early` (`held`) only once the checkpoint
 //! that freed them is durable. Extents in `free` and `early` are
@@ -24,14 +23,6 @@ use std::sync::Arc;
 use super::page::Value;
 use super::pager::Frame;
 use super::BtreeTable;
-
-/// Limbo pages made reusable (`early`) by one call of `reclaim`, each
-/// dropped from the cache first: a bound on what one write does. A
-/// checkpoint's limbo (42,000 pages after a 2M-key overwrite) is drained
-/// in some 5,000 writes, long before the next checkpoint; with 32 a write
-/// the overwrite had more slow writes (over 76 us: 454 to 613 in three
-/// runs against 312 to 482 with 8; docs/performance.md).
-const EARLY_STEP: u64 = 8;
 
 /// What only the writer touches: page allocation across checkpoint epochs.
 #[derive(Debug, Default)]
@@ -48,18 +39,11 @@ pub(crate) struct TreeState {
     /// Pages retired before the last freeze, waiting for that checkpoint to
     /// be durable.
     pub(super) limbo: Vec<(u64, u64)>,
-    /// Whether every page in `limbo` was retired before a moment when no
-    /// descent was in flight (so none can reach it but through a frame
-    /// whose version it checks: see `reclaim`).
-    pub(super) limbo_quiet: bool,
-    /// Limbo pages out of the cache that no descent can reach: new tree
-    /// pages may take them before the running checkpoint is durable, held
-    /// in the cache meanwhile (`BtreeTable::alloc_page`), once `early_open`.
+    /// Limbo pages dropped from the cache, all together, at a moment no
+    /// descent was in flight (`reclaim`): new tree pages may take them
+    /// before the running checkpoint is durable, held in the cache
+    /// meanwhile (`BtreeTable::alloc_page`).
     pub(super) early: BTreeMap<u64, u64>,
-    /// Whether every limbo page is in `early`, so out of the cache: no
-    /// cursor can resume on a stale frame that names one of them (see
-    /// `reclaim`).
-    pub(super) early_open: bool,
     /// Pages taken from `early` since, each with a handle to its frame once
     /// installed: the durable image still uses them, and the cache neither
     /// writes nor evicts a frame someone else holds a handle to
@@ -204,58 +188,48 @@ impl BtreeTable {
     /// descent in flight (each write and each checkpoint tries).
     ///
     /// The same moment makes the limbo pages (retired before the running
-    /// checkpoint's freeze) unreachable by any descent; they then go to
-    /// `early`, `EARLY_STEP` at a time, each dropped from the cache first
-    /// (its frame's version changes, so a cursor that would resume on it
-    /// descends instead). None is taken before all are out of the cache
-    /// (`early_open`): a cursor resumes through a stale cached frame whose
-    /// version is unchanged (`BtreeTable::beside` reads a child of the
-    /// parent it recorded), and a stale page names pages retired before it
-    /// as well as after it (a leaf copied after a checkpoint releases its
-    /// pruned values' overflow runs first), so reusing a limbo page while
-    /// another is still cached could hand that cursor the reused page's
-    /// new contents. The whole batch out of the cache first is what the
-    /// free list has always had (`unreachable`). Called with no latch
-    /// held: dropping a frame takes its write latch, waiting for a reader
-    /// that holds it.
+    /// checkpoint's freeze) unreachable by any descent: they are dropped
+    /// from the cache then, all of them with the gate still closed, and go
+    /// to `early`, which new tree pages may take before that checkpoint is
+    /// durable (`alloc_page`). All at once and under the gate, as
+    /// `unreachable` always was: a cursor resumes through a stale frame
+    /// that is still cached and unchanged (`BtreeTable::again`, and
+    /// `beside`, which reads a child of the parent it recorded, from the
+    /// file if need be), and a stale page names pages retired both before
+    /// and after it (a leaf copied after a checkpoint releases its pruned
+    /// values' overflow runs first). Dropping limbo pages a few at a time,
+    /// each reusable as it left the cache, let such a cursor read a
+    /// reused page's new contents, or read a dropped page back into the
+    /// cache through a stale parent not yet dropped (found in review).
+    /// Once the whole batch is out of the cache with no reader in flight,
+    /// no frame that names one of its pages is left to resume through.
+    /// Called with no latch held: dropping a frame takes its write latch,
+    /// waiting for a reader that holds it.
     pub(super) fn reclaim(&self, st: &mut TreeState) {
-        let limbo_waits = !st.limbo.is_empty() && !st.limbo_quiet;
-        if !st.unreachable.is_empty() || limbo_waits {
-            if let Some(_quiet) = self.descents.try_close() {
-                for (f, n) in std::mem::take(&mut st.unreachable) {
-                    for p in f..f + n {
-                        self.uncache(p);
-                    }
-                    add_extent(&mut st.free, f, n);
-                }
-                st.limbo_quiet = !st.limbo.is_empty();
-            }
+        if st.unreachable.is_empty() && st.limbo.is_empty() {
+            return;
         }
-        if st.limbo_quiet {
-            let mut step = EARLY_STEP;
-            while step > 0 {
-                let Some((f, n)) = st.limbo.pop() else {
-                    break;
-                };
-                let k = n.min(step);
-                if k < n {
-                    st.limbo.push((f + k, n - k));
-                }
-                for p in f..f + k {
-                    self.uncache(p);
-                }
-                add_extent(&mut st.early, f, k);
-                step -= k;
+        let Some(_quiet) = self.descents.try_close() else {
+            return;
+        };
+        for (f, n) in std::mem::take(&mut st.unreachable) {
+            for p in f..f + n {
+                self.uncache(p);
             }
-            st.early_open = st.limbo.is_empty();
+            add_extent(&mut st.free, f, n);
+        }
+        for (f, n) in std::mem::take(&mut st.limbo) {
+            for p in f..f + n {
+                self.uncache(p);
+            }
+            add_extent(&mut st.early, f, n);
         }
     }
 
     /// A page for the tree (not an overflow run, which is written at
-    /// once): the lowest of the free list's first page and, once
-    /// `early_open` and while the cache's pinned share has room
-    /// (`Cache::try_pin`: a quarter of its budget, for every table),
-    /// `early`'s; else the file's end. A page from `early` is still the
+    /// once): the lowest of the free list's first page and, while the
+    /// cache's pinned share has room (`Cache::try_pin`: a quarter of its
+    /// budget, for every table), `early`'s; else the file's end. A page from `early` is still the
     /// durable image's: it is held (its frame, once installed, kept in the
     /// cache and not written: `install_page`) until the running checkpoint
     /// is durable. Without this the pages of the next epoch's copies, made
@@ -263,11 +237,7 @@ impl BtreeTable {
     /// table overwritten at random was the high-water mark of about 2.4
     /// images of its tree.
     pub(super) fn alloc_page(&self, st: &mut TreeState) -> u64 {
-        let early = st
-            .early
-            .first_key_value()
-            .map(|(&f, &n)| (f, n))
-            .filter(|_| st.early_open);
+        let early = st.early.first_key_value().map(|(&f, &n)| (f, n));
         let free = st.free.keys().next().copied();
         match early {
             Some((f, n))
@@ -286,8 +256,8 @@ impl BtreeTable {
     }
 
     /// Once the running checkpoint is durable: the pages it freed are free
-    /// (at once if all of them are out of the cache, else once `reclaim`
-    /// has dropped the rest), and the pages taken from them may be
+    /// (at once if `reclaim` has dropped them from the cache, into
+    /// `early`; else once it has), and the pages taken from them may be
     /// written. The caller holds the checkpoint lock, so no freeze comes
     /// before this.
     pub(super) fn after_durable(&self) {
@@ -297,15 +267,9 @@ impl BtreeTable {
             let mut st = self.tree.lock();
             let limbo = std::mem::take(&mut st.limbo);
             st.unreachable.extend(limbo);
-            let early = std::mem::take(&mut st.early);
-            if st.early_open {
-                for (f, n) in early {
-                    add_extent(&mut st.free, f, n);
-                }
-            } else {
-                st.unreachable.extend(early);
+            for (f, n) in std::mem::take(&mut st.early) {
+                add_extent(&mut st.free, f, n);
             }
-            st.early_open = false;
             let held = std::mem::take(&mut st.held);
             self.cache.unpin(held.len() as u64 * self.charge());
             self.reclaim(&mut st);
@@ -459,8 +423,8 @@ mod tests {
         // the next checkpoint's write, rounds of a few writes whose copies
         // may take replaced pages, after each of which every iterator steps
         // to the next key.
-        // (Fails if a limbo page may be reused before all are out of the
-        // cache: `early_open`.)
+        // (Fails if limbo pages may be reused before all of them are out
+        // of the cache: `reclaim`.)
         let dir = tempfile::tempdir().expect("tempdir");
         let table = Arc::new(scratch_table(dir.path(), PAGE, 0));
         put_all(&table, 1);
@@ -479,8 +443,8 @@ mod tests {
         assert!(stale_root.is_some(), "the root is not cached");
         put_all(&table, 2);
         checkpoint(&table, 2, |_| {
-            // Eight rounds: the replaced pages are all out of the cache, and
-            // reused, after about the fourth.
+            // Eight rounds of four writes: the replaced pages leave the
+            // cache at the first write, and the copies take them.
             for round in 0..8 {
                 {
                     let mut st = table.writer();
@@ -533,9 +497,8 @@ mod tests {
         // tree), and are written once it is durable.
         // Method: image 1, every key put again, a checkpoint during whose
         // write every key is put a third time; the file may grow only by
-        // the few copies made before every freed page was out of the cache
-        // (`EARLY_STEP` a write). The next checkpoint's image holds the
-        // third values.
+        // the few pages a write takes before the freed pages are out of the
+        // cache. The next checkpoint's image holds the third values.
         let dir = tempfile::tempdir().expect("tempdir");
         let table = scratch_table(dir.path(), PAGE, 0);
         put_all(&table, 1);

@@ -272,6 +272,7 @@ impl Cache {
         let _ = self
             .pinned
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                debug_assert!(p >= bytes, "unpinned {bytes} bytes of {p} pinned");
                 Some(p.saturating_sub(bytes))
             });
     }
