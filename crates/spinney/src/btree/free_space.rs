@@ -8,11 +8,11 @@
 //! checkpoint to be durable), `early` (limbo pages out of the cache that
 //! no descent can reach any more, allocatable for tree pages that stay in
 //! the cache until that checkpoint is durable), or `unreachable` (free in
-//! the durable image, waiting until no descent begun before can read it). Only pages
-//! allocated since the last freeze (`fresh`) are written over, and of
-//! those, the ones taken from `early` (`held`) only once the checkpoint
-//! that freed them is durable. Extents in `free` and `early` are
-//! coalesced.
+//! the durable image, waiting until no descent begun before can read it).
+//! Only pages allocated since the last freeze (`fresh`) are written over,
+//! and of those, the ones taken from `early` (`held`) only once the
+//! checkpoint that freed them is durable. Extents in `free` and `early`
+//! are coalesced.
 //!
 //! Thread-safety: `TreeState` is the writer's state, behind the table's
 //! `tree` mutex (see `write.rs`); only the writer touches it.
@@ -229,10 +229,10 @@ impl BtreeTable {
     /// A page for the tree (not an overflow run, which is written at
     /// once): the lowest of the free list's first page and, while the
     /// cache's pinned share has room (`Cache::try_pin`: a quarter of its
-    /// budget, for every table), `early`'s; else the file's end. A page from `early` is still the
-    /// durable image's: it is held (its frame, once installed, kept in the
-    /// cache and not written: `install_page`) until the running checkpoint
-    /// is durable. Without this the pages of the next epoch's copies, made
+    /// budget, for every table), `early`'s; else the file's end. A page
+    /// from `early` is still the durable image's: it is held (its frame,
+    /// once installed, kept in the cache and not written: `install_page`)
+    /// until the running checkpoint is durable. Without this the pages of the next epoch's copies, made
     /// while a checkpoint writes, came from the file's end: the file of a
     /// table overwritten at random was the high-water mark of about 2.4
     /// images of its tree.
