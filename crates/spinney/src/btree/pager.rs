@@ -628,6 +628,18 @@ impl BtreeTable {
             .insert_or_share((self.file.owner, pgno), frame, self.charge(), true)
     }
 
+    /// `uncache`, for a page no one can be putting in the cache meanwhile
+    /// (no reader in flight, the caller the writer): the frame table, which
+    /// agrees with the cache, says first whether there is a frame to drop,
+    /// with a few loads instead of a shard's mutex and a map lookup.
+    pub(super) fn uncache_if_cached(&self, pgno: u64) {
+        // Past the frame table's reach a cached frame is not published
+        // there: ask the cache.
+        if pgno >= super::frames::PAGES_MAX || !self.file.frames.get(pgno).0.is_null() {
+            self.uncache(pgno);
+        }
+    }
+
     /// Drops the frame of page `pgno`, which was freed, from the cache. The
     /// frame is marked clean under its write latch: a write-back that took
     /// it from the cache's handed-back list writes it under its read latch,

@@ -421,6 +421,29 @@ impl Cache {
         taken
     }
 
+    /// Evicts what is cached under `key` if it may leave now (clean, held
+    /// by no one else, and its `try_leave` succeeds); never waits. Not
+    /// counted as a lookup.
+    pub(crate) fn evict_key_if_idle(&self, key: &CacheKey) {
+        let freed = {
+            let mut shard = self.shard(key).lock();
+            let Some(cached) = shard.map.get(key) else {
+                return;
+            };
+            let e = &cached.entry;
+            if e.state(Arc::strong_count(e) > 1) != State::Clean
+                || !e.try_leave(&|| Arc::strong_count(e))
+            {
+                return;
+            }
+            shard.remove(key)
+        };
+        if let Some((_, charge)) = freed {
+            self.account(0, Some(charge));
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Evicts `entry`, handed back and since written by its owner, if it is
     /// still the one cached under `key` and may leave now.
     pub(crate) fn evict_if_idle(&self, key: CacheKey, entry: Arc<dyn Entry>) {
