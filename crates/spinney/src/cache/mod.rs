@@ -421,10 +421,11 @@ impl Cache {
         taken
     }
 
-    /// Evicts what is cached under `key` if it may leave now (clean, held
-    /// by no one else, and its `try_leave` succeeds); never waits. Not
-    /// counted as a lookup.
-    pub(crate) fn evict_key_if_idle(&self, key: &CacheKey) {
+    /// Drops what is cached under `key` if it may leave now (clean, held
+    /// by no one else, and its `try_leave` succeeds); never waits. For an
+    /// owner letting go of what it freed: counted neither as a lookup nor
+    /// as an eviction (which the stats keep for the budget's).
+    pub(crate) fn drop_key_if_idle(&self, key: &CacheKey) {
         let freed = {
             let mut shard = self.shard(key).lock();
             let Some(cached) = shard.map.get(key) else {
@@ -440,7 +441,6 @@ impl Cache {
         };
         if let Some((_, charge)) = freed {
             self.account(0, Some(charge));
-            self.evictions.fetch_add(1, Ordering::Relaxed);
         }
     }
 
