@@ -267,12 +267,11 @@ impl BtreeTable {
     /// Drops from the cache the frames of the pages of `runs` that may
     /// leave now (clean, neither latched nor held: their version changes as
     /// they go, as an eviction's does; `Cache::drop_key_if_idle`), never
-    /// waiting: a reader may hold
-    /// one latched for as long as a read from the file takes, and a
-    /// checkpoint that waited for it could wait on a reader that waits for
-    /// the checkpoint. `reclaim` drops the rest, with no reader in flight.
-    /// Called without the gate, by the checkpoint, for pages no new descent
-    /// can reach.
+    /// waiting: a reader may hold one latched for as long as a read from
+    /// the file takes, and a checkpoint that waited for it could wait on a
+    /// reader that waits for the checkpoint. `reclaim` drops the rest, with
+    /// no reader in flight. Called without the gate, by the checkpoint, for
+    /// pages no new descent can reach.
     pub(super) fn drop_idle_frames(&self, runs: &[(u64, u64)]) {
         for &(f, n) in runs {
             for p in f..f + n {
