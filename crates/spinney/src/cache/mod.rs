@@ -426,19 +426,7 @@ impl Cache {
     /// owner letting go of what it freed: counted neither as a lookup nor
     /// as an eviction (which the stats keep for the budget's).
     pub(crate) fn drop_key_if_idle(&self, key: &CacheKey) {
-        let freed = {
-            let mut shard = self.shard(key).lock();
-            let Some(cached) = shard.map.get(key) else {
-                return;
-            };
-            let e = &cached.entry;
-            if e.state(Arc::strong_count(e) > 1) != State::Clean
-                || !e.try_leave(&|| Arc::strong_count(e))
-            {
-                return;
-            }
-            shard.remove(key)
-        };
+        let freed = self.shard(key).lock().remove_if_idle(key);
         if let Some((_, charge)) = freed {
             self.account(0, Some(charge));
         }
@@ -452,18 +440,13 @@ impl Cache {
             let Some(cached) = shard.map.get(&key) else {
                 return;
             };
-            let same = Arc::ptr_eq(&cached.entry, &entry);
+            if !Arc::ptr_eq(&cached.entry, &entry) {
+                return;
+            }
             // The caller's handle goes first, so that it does not count as
             // someone holding the entry.
             drop(entry);
-            let e = &cached.entry;
-            if !same
-                || e.state(Arc::strong_count(e) > 1) != State::Clean
-                || !e.try_leave(&|| Arc::strong_count(e))
-            {
-                return;
-            }
-            shard.remove(&key)
+            shard.remove_if_idle(&key)
         };
         if let Some((_, charge)) = freed {
             self.account(0, Some(charge));
@@ -536,6 +519,18 @@ impl Shard {
     /// Removes `key`; returns its entry and charge if it was cached. The
     /// cache's handle is released (`Entry::release`); the one returned is
     /// another.
+    /// Removes `key`'s entry if it may leave now: clean, held by no one
+    /// besides the cache, and its `try_leave` succeeds (never waited for).
+    fn remove_if_idle(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
+        let e = &self.map.get(key)?.entry;
+        if e.state(Arc::strong_count(e) > 1) != State::Clean
+            || !e.try_leave(&|| Arc::strong_count(e))
+        {
+            return None;
+        }
+        self.remove(key)
+    }
+
     fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
         let cached = self.map.remove(key)?;
         if let Some(s) = self.slots.get_mut(cached.slot) {
