@@ -559,8 +559,11 @@ impl BtreeTable {
     pub(super) fn fetch_for_write(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         {
             let _epoch = crossbeam_epoch::pin();
-            let (found, _) = self.file.frames.get(pgno);
+            let (found, image_at) = self.file.frames.get(pgno);
             if !found.is_null() {
+                // The image's first lines load while the frame's does, as
+                // in `find_frame`.
+                prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
                 // SAFETY: as in `latch_for_read`: published, and this thread
                 // is pinned.
                 let frame = unsafe { &*found }.hold();

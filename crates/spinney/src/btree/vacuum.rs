@@ -82,7 +82,7 @@ impl BtreeTable {
                 write_handed_back(&self.cache);
             }
             st.untidy_keys.extend_from_slice(chunk);
-            self.tidy_leaving(st, horizon, self.file.image_len() / PACK_SLACK)?;
+            self.tidy_leaving(st, horizon, self.file.image_len() / PACK_SLACK, 0)?;
         }
         Ok(leaves)
     }
