@@ -192,6 +192,7 @@ impl BtreeTable {
             changes: AtomicU64::new(0),
             descents: StripedGate::default(),
             checkpointing: AtomicBool::new(false),
+            limbo_dropped: AtomicBool::new(false),
             counters: CheckpointCounters::default(),
         })
     }
@@ -243,7 +244,7 @@ impl BtreeTable {
                 st.retired.push(old_map);
             }
             st.limbo = std::mem::take(&mut st.retired);
-            st.limbo_dropped = false;
+            self.limbo_dropped.store(false, Ordering::Release);
             let limbo = st.limbo.clone();
             // The free map lists the free pages of the image: free now, or
             // used only by older images. Its own pages come out of the free
@@ -296,7 +297,7 @@ impl BtreeTable {
         // read back from the durable image, which still holds it, by
         // whoever reads it still.
         self.drop_idle_frames(&limbo);
-        self.tree.lock().limbo_dropped = true;
+        self.limbo_dropped.store(true, Ordering::Release);
         // A checkpoint that fails after the freeze leaves the in-memory
         // state ahead of the file: the fresh set and the changes were taken
         // into the failed image, its retired pages moved to limbo, and its

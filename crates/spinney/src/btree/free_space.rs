@@ -18,6 +18,7 @@
 //! `tree` mutex (see `write.rs`); only the writer touches it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::page::Value;
@@ -39,11 +40,6 @@ pub(crate) struct TreeState {
     /// Pages retired before the last freeze, waiting for that checkpoint to
     /// be durable.
     pub(super) limbo: Vec<(u64, u64)>,
-    /// Whether the running checkpoint has dropped every limbo page's frame
-    /// from the cache once (`BtreeTable::checkpoint`, without the gate):
-    /// until then `reclaim` leaves limbo alone, so that it never drops a
-    /// page that was reused since.
-    pub(super) limbo_dropped: bool,
     /// Limbo pages out of the cache (every one, checked at a moment no
     /// descent was in flight: `reclaim`): new tree pages may take them
     /// before the running checkpoint is durable, held in the cache
@@ -239,7 +235,7 @@ impl BtreeTable {
     /// overwrite's checkpoints). Called with no latch held: dropping a
     /// frame takes its write latch, waiting for a reader that holds it.
     pub(super) fn reclaim(&self, st: &mut TreeState) {
-        let limbo_ready = !st.limbo.is_empty() && st.limbo_dropped;
+        let limbo_ready = !st.limbo.is_empty() && self.limbo_dropped.load(Ordering::Acquire);
         if st.unreachable.is_empty() && !limbo_ready {
             return;
         }
@@ -271,11 +267,15 @@ impl BtreeTable {
     /// the file takes, and a checkpoint that waited for it could wait on a
     /// reader that waits for the checkpoint. `reclaim` drops the rest, with
     /// no reader in flight. Called without the gate, by the checkpoint, for
-    /// pages no new descent can reach.
+    /// pages no new descent can reach. The frame table says first which
+    /// pages have a frame at all (overflow runs and the old free map's
+    /// never do): a page a reader caches meanwhile is left to `reclaim`.
     pub(super) fn drop_idle_frames(&self, runs: &[(u64, u64)]) {
         for &(f, n) in runs {
             for p in f..f + n {
-                self.cache.drop_key_if_idle(&(self.file.owner, p));
+                if p >= super::frames::PAGES_MAX || !self.file.frames.get(p).0.is_null() {
+                    self.cache.drop_key_if_idle(&(self.file.owner, p));
+                }
             }
         }
     }

@@ -240,6 +240,14 @@ pub(crate) struct BtreeTable {
     pub changes: AtomicU64,
     /// A background checkpoint of this table is claimed (under `bg`).
     pub checkpointing: AtomicBool,
+    /// Whether the running checkpoint has dropped every limbo page's frame
+    /// from the cache once (`BtreeTable::checkpoint`, without the gate):
+    /// until then `reclaim` leaves limbo alone, so that it never drops a
+    /// page that was reused since. Cleared by the freeze (under the
+    /// writer's lock), set by the checkpoint without taking that lock, so
+    /// that a checkpoint never waits for a long writer (`compact_all`'s
+    /// packing) before it writes; checkpoints are one at a time (`ckpt`).
+    limbo_dropped: AtomicBool,
     pub counters: CheckpointCounters,
     /// Held shared by every descent for as long as it reads pages it found
     /// through the tree, and closed (`try_close`, never waited for) to
