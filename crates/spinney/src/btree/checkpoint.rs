@@ -239,6 +239,7 @@ impl BtreeTable {
             // leaves were pruned against everything visible already.
             st.untidy.clear();
             st.untidy_keys.clear();
+            st.range_deleted = false;
             let old_map = st.free_map;
             if old_map.1 > 0 {
                 st.retired.push(old_map);

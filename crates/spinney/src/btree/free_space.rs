@@ -65,6 +65,10 @@ pub(crate) struct TreeState {
     /// is marked untidy too, so that once the group is published `tidy`
     /// prunes the deleted keys away and packs the leaves.
     pub(super) deleting_range: bool,
+    /// A range delete marked leaves since the last `tidy`: that `tidy`
+    /// packs every run, however little pruning drops (`UNTIDY_SHARE` is
+    /// for splits), so that seeks do not step over the deleted keys.
+    pub(super) range_deleted: bool,
     /// A buffer the writer rebuilds pages from (`reshape`), kept between
     /// uses.
     pub(super) scratch: Vec<u8>,

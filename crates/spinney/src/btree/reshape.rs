@@ -27,9 +27,10 @@ use crate::mvcc::key::{self, internal_key, KeyRef, Kind, ParsedKey, KIND_SEEK, S
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
-/// `tidy` packs a run of leaves only when pruning them drops more than
-/// 1/UNTIDY_SHARE of a page from the leaves the group split or wrote (not
-/// counting a neighbour taken in). A leaf full of live data that a new key
+/// `tidy` packs a run of leaves a group split only when pruning them drops
+/// at least 1/UNTIDY_SHARE of a page from the leaves the group split (not
+/// counting a neighbour taken in; a dropped value's overflow run counts
+/// whole). Leaves a range delete marked are always packed. A leaf full of live data that a new key
 /// splits holds one hidden version, the written key's previous one; packed
 /// full again, it split at the next new key. Packing every split, a random
 /// overwrite of 2M keys (whose leaves fill with keys fillrandom missed)
@@ -344,12 +345,16 @@ impl BtreeTable {
     /// few pages as hold them. Without this, a workload that rewrites keys
     /// in order in large batches leaves the tree half empty for good.
     pub(crate) fn tidy(&self, st: &mut TreeState, horizon: &Horizon) -> Result<()> {
-        let worth = self.file.image_len() / UNTIDY_SHARE;
+        let worth = if std::mem::take(&mut st.range_deleted) {
+            0
+        } else {
+            self.file.image_len() / UNTIDY_SHARE
+        };
         self.tidy_leaving(st, horizon, 0, worth)
     }
 
     /// `tidy`, leaving `slack` bytes of each packed page free, and packing
-    /// a run only where pruning drops more than `worth` bytes from its
+    /// a run only where pruning drops at least `worth` bytes from its
     /// untidy leaves (0: every run).
     pub(super) fn tidy_leaving(
         &self,
@@ -375,7 +380,7 @@ impl BtreeTable {
 
     /// Prunes and packs the run of untidy leaves around the leaf of `ik`,
     /// under one parent (see `tidy`), leaving `slack` bytes of each page
-    /// free, if pruning drops more than `worth` bytes from them.
+    /// free, if pruning drops at least `worth` bytes from them.
     fn repack(
         &self,
         st: &mut TreeState,
@@ -491,6 +496,9 @@ impl BtreeTable {
             } else {
                 if l > 0 || !taken_in {
                     hidden += c.len() + page::SLOT;
+                    if let page::Value::Overflow { pages, .. } = page::cell_value(c) {
+                        hidden += pages as usize * self.file.page_size;
+                    }
                 }
                 dropped.push(c);
             }
@@ -891,5 +899,102 @@ mod tests {
                 .expect("get");
             assert_eq!(got, [if i == 1500 { 3 } else { 2 }; 100], "key {i}");
         }
+    }
+
+    #[test]
+    fn tidy_weighs_the_overflow_runs_a_packing_would_free() {
+        // Goal: the versions a split leaf hides are weighed with their
+        // overflow runs (`UNTIDY_SHARE`): a few large values rewritten in
+        // one group are packed away once it is published, though their
+        // cells are a few dozen bytes each.
+        // Method: 1,000 keys with 5,000-byte values (two overflow pages
+        // each, 4 KiB pages) put, then all put again in one group (the
+        // leaves packed full); then 10 keys of one leaf put again in one
+        // group (seqno 3): that leaf splits with 10 hidden versions, 410
+        // bytes of cells and 80 KiB of overflow pages. Once tidied, the
+        // tree holds one version per key.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let table = crate::btree::scratch_table(dir.path(), 4096, 0);
+        let key = |i: u32| format!("key{i:06}");
+        let group = |seqno: u64, keys: &mut dyn Iterator<Item = u32>| {
+            let mut st = table.writer();
+            let during = Horizon::no_readers(seqno - 1);
+            for i in keys {
+                let k = key(i);
+                table
+                    .apply(
+                        &mut st,
+                        seqno,
+                        Kind::Put,
+                        k.as_bytes(),
+                        &[seqno as u8; 5000],
+                        &during,
+                    )
+                    .expect("apply");
+            }
+            table
+                .tidy(&mut st, &Horizon::no_readers(seqno))
+                .expect("tidy");
+        };
+        group(1, &mut (0..1000));
+        group(2, &mut (0..1000));
+        assert_eq!(table.shape().expect("shape").entries, 1000);
+        let leaves = table.shape().expect("shape").leaf_pages;
+        group(3, &mut (500..510));
+        let s = table.shape().expect("shape");
+        assert!(s.leaf_pages <= leaves + 1, "{s:?}");
+        assert_eq!(s.entries, 1000, "hidden versions were left: {s:?}");
+        let mut got = Vec::new();
+        let visible = std::sync::atomic::AtomicU64::new(3);
+        for i in [499, 500, 509, 510] {
+            got.clear();
+            table
+                .get(key(i).as_bytes(), None, &visible, &mut got)
+                .expect("get");
+            let round = if (500..510).contains(&i) { 3 } else { 2 };
+            assert_eq!(got, [round; 5000], "key {i}");
+        }
+    }
+
+    #[test]
+    fn tidy_packs_away_the_few_keys_a_range_delete_took_from_a_leaf() {
+        // Goal: leaves a range delete marked are pruned and packed once it
+        // is published however few keys it took from them (the threshold
+        // of `UNTIDY_SHARE` is for splits), so that seeks do not step over
+        // the deleted keys' versions.
+        // Method: 3,000 keys put; a range delete of three keys in one
+        // group (seqno 2); tidied, the tree holds 2,997 entries (no put or
+        // tombstone of the three left).
+        let dir = tempfile::tempdir().expect("tempdir");
+        let table = Arc::new(crate::btree::scratch_table(dir.path(), 4096, 0));
+        let key = |i: u32| format!("key{i:06}");
+        {
+            let mut st = table.writer();
+            let h = Horizon::no_readers(0);
+            for i in 0..3000 {
+                table
+                    .apply(&mut st, 1, Kind::Put, key(i).as_bytes(), &[1; 100], &h)
+                    .expect("apply");
+            }
+            table.tidy(&mut st, &Horizon::no_readers(1)).expect("tidy");
+        }
+        {
+            let mut st = table.writer();
+            BtreeTable::delete_range(
+                &table,
+                &mut st,
+                2,
+                key(1500).as_bytes(),
+                key(1503).as_bytes(),
+                &Horizon::no_readers(1),
+            )
+            .expect("delete range");
+            table.tidy(&mut st, &Horizon::no_readers(2)).expect("tidy");
+        }
+        let s = table.shape().expect("shape");
+        assert_eq!(
+            s.entries, 2997,
+            "the deleted keys' versions were left: {s:?}"
+        );
     }
 }

@@ -115,6 +115,7 @@ impl BtreeTable {
                     .fail(&format!("applying a range delete failed: {e}"))
             })?;
             st.deleting_range = true;
+            st.range_deleted = true;
             let applied = keys
                 .iter()
                 .try_for_each(|k| table.apply(st, seqno, Kind::Delete, k, &[], horizon));
