@@ -30,14 +30,14 @@ use crate::read_context::ReadContext;
 /// `tidy` packs a run of leaves a group split only when pruning them drops
 /// at least 1/UNTIDY_SHARE of a page from the leaves the group split (not
 /// counting a neighbour taken in; a dropped value's overflow run counts
-/// whole). Leaves a range delete marked are always packed. A leaf full of live data that a new key
-/// splits holds one hidden version, the written key's previous one; packed
-/// full again, it split at the next new key. Packing every split, a random
-/// overwrite of 2M keys (whose leaves fill with keys fillrandom missed)
-/// split and packed the same leaves 32,000 times, a tenth of the writer's
-/// time; with this share none, the tree as full (79%), the overwrite
-/// 10-14% faster. A rewrite in large groups still packs: its split leaves
-/// hold a dead version of most keys.
+/// whole). Leaves a range delete marked are always packed. A leaf full of
+/// live data that a new key splits holds one hidden version, the written
+/// key's previous one; packed full again, it split at the next new key.
+/// Packing every split, a random overwrite of 2M keys (whose leaves fill
+/// with keys fillrandom missed) split and packed the same leaves 32,000
+/// times, a tenth of the writer's time; with this share none, the tree as
+/// full (79%), the overwrite 10-14% faster. A rewrite in large groups
+/// still packs: its split leaves hold a dead version of most keys.
 const UNTIDY_SHARE: usize = 8;
 
 impl BtreeTable {
@@ -837,6 +837,34 @@ mod tests {
         assert_eq!(pack(&few, room, 2), Some(vec![0, few.len()]));
     }
 
+    fn key(i: u32) -> String {
+        format!("key{i:06}")
+    }
+
+    /// Puts `keys` in one group at `seqno`, values of `len` bytes of
+    /// `seqno` (the group published only after it: its versions hide the
+    /// older ones from readers only then), and tidies once it is.
+    fn put_group(table: &BtreeTable, seqno: u64, keys: impl IntoIterator<Item = u32>, len: usize) {
+        let mut st = table.writer();
+        let during = Horizon::no_readers(seqno - 1);
+        for i in keys {
+            let value = vec![seqno as u8; len];
+            table
+                .apply(
+                    &mut st,
+                    seqno,
+                    Kind::Put,
+                    key(i).as_bytes(),
+                    &value,
+                    &during,
+                )
+                .expect("apply");
+        }
+        table
+            .tidy(&mut st, &Horizon::no_readers(seqno))
+            .expect("tidy");
+    }
+
     #[test]
     fn tidy_packs_leaves_full_of_hidden_versions_not_a_leaf_split_by_one() {
         // Goal: once a group is published, `tidy` packs the leaves it split
@@ -853,38 +881,17 @@ mod tests {
         // two full leaves of the three again).
         let dir = tempfile::tempdir().expect("tempdir");
         let table = crate::btree::scratch_table(dir.path(), 4096, 0);
-        let key = |i: u32| format!("key{i:06}");
-        let group = |seqno: u64, keys: &mut dyn Iterator<Item = u32>| {
-            let mut st = table.writer();
-            let during = Horizon::no_readers(seqno - 1);
-            for i in keys {
-                let k = key(i);
-                table
-                    .apply(
-                        &mut st,
-                        seqno,
-                        Kind::Put,
-                        k.as_bytes(),
-                        &[seqno as u8; 100],
-                        &during,
-                    )
-                    .expect("apply");
-            }
-            table
-                .tidy(&mut st, &Horizon::no_readers(seqno))
-                .expect("tidy");
-        };
         let leaves = || table.shape().expect("shape").leaf_pages;
-        group(1, &mut (0..3000));
+        put_group(&table, 1, 0..3000, 100);
         let loaded = leaves();
-        group(2, &mut (0..3000));
+        put_group(&table, 2, 0..3000, 100);
         let rewritten = leaves();
         assert!(
             rewritten <= loaded + 1,
             "the rewrite's split leaves were not packed: {loaded} leaves, then {rewritten}"
         );
         assert_eq!(table.shape().expect("shape").entries, 3000);
-        group(3, &mut std::iter::once(1500));
+        put_group(&table, 3, [1500], 100);
         assert_eq!(
             leaves(),
             rewritten + 1,
@@ -915,32 +922,11 @@ mod tests {
         // tree holds one version per key.
         let dir = tempfile::tempdir().expect("tempdir");
         let table = crate::btree::scratch_table(dir.path(), 4096, 0);
-        let key = |i: u32| format!("key{i:06}");
-        let group = |seqno: u64, keys: &mut dyn Iterator<Item = u32>| {
-            let mut st = table.writer();
-            let during = Horizon::no_readers(seqno - 1);
-            for i in keys {
-                let k = key(i);
-                table
-                    .apply(
-                        &mut st,
-                        seqno,
-                        Kind::Put,
-                        k.as_bytes(),
-                        &[seqno as u8; 5000],
-                        &during,
-                    )
-                    .expect("apply");
-            }
-            table
-                .tidy(&mut st, &Horizon::no_readers(seqno))
-                .expect("tidy");
-        };
-        group(1, &mut (0..1000));
-        group(2, &mut (0..1000));
+        put_group(&table, 1, 0..1000, 5000);
+        put_group(&table, 2, 0..1000, 5000);
         assert_eq!(table.shape().expect("shape").entries, 1000);
         let leaves = table.shape().expect("shape").leaf_pages;
-        group(3, &mut (500..510));
+        put_group(&table, 3, 500..510, 5000);
         let s = table.shape().expect("shape");
         assert!(s.leaf_pages <= leaves + 1, "{s:?}");
         assert_eq!(s.entries, 1000, "hidden versions were left: {s:?}");
@@ -967,17 +953,7 @@ mod tests {
         // tombstone of the three left).
         let dir = tempfile::tempdir().expect("tempdir");
         let table = Arc::new(crate::btree::scratch_table(dir.path(), 4096, 0));
-        let key = |i: u32| format!("key{i:06}");
-        {
-            let mut st = table.writer();
-            let h = Horizon::no_readers(0);
-            for i in 0..3000 {
-                table
-                    .apply(&mut st, 1, Kind::Put, key(i).as_bytes(), &[1; 100], &h)
-                    .expect("apply");
-            }
-            table.tidy(&mut st, &Horizon::no_readers(1)).expect("tidy");
-        }
+        put_group(&table, 1, 0..3000, 100);
         {
             let mut st = table.writer();
             BtreeTable::delete_range(
