@@ -20,7 +20,6 @@
 //! through the caller, the commit lock. Writers and readers go on during
 //! the rest.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,7 +29,7 @@ use parking_lot::Mutex;
 
 use super::format::{self, Checkpoint, FIRST_DATA_PAGE, FREE_EXTENT_BYTES, HEADER_BYTES};
 use super::frames::FrameTable;
-use super::free_space::{add_extent, TreeState};
+use super::free_space::{add_extent, PageSet, TreeState};
 use super::page;
 use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
 use super::{file_name, BtreeTable, Root, RootCell};
@@ -360,7 +359,7 @@ impl BtreeTable {
     /// slot, a sync. Returns the pages written.
     fn write_image(
         &self,
-        frozen: HashSet<u64>,
+        frozen: PageSet,
         c: &Checkpoint,
         blob: &[u8],
         sync_log: impl FnOnce(u64) -> Result<()>,

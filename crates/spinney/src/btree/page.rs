@@ -306,7 +306,10 @@ pub(crate) fn set_child_at(p: &mut [u8], pos: usize, pgno: u64) {
 /// inline value), so that the key's and the inline value's lengths fit
 /// their fields.
 pub(crate) fn leaf_cell(ikey: &[u8], value: Value<'_>) -> Vec<u8> {
-    let mut c = Vec::with_capacity(ikey.len() + 20);
+    let mut c = Vec::with_capacity(match value {
+        Value::Inline(v) => inline_cell_len(ikey.len(), v.len()),
+        Value::Overflow { .. } => 2 + ikey.len() + OVERFLOW_FIELDS,
+    });
     match value {
         Value::Inline(v) => {
             c.extend_from_slice(&(ikey.len() as u16).to_le_bytes());
@@ -624,7 +627,18 @@ pub(crate) fn compact(p: &mut [u8]) {
 /// the cells' keys share.
 pub(crate) fn rebuild<C: AsRef<[u8]>>(p: &mut [u8], cells: &[C]) {
     let (k, l) = (kind(p), link(p));
-    init(p, k, l);
+    // The header, then the slots and cells; only the space left between
+    // them is zeroed, not the whole page first (a leaf rebuilt 31/32 full
+    // wrote most of its bytes twice).
+    if let Some(h) = p.get_mut(..HEADER) {
+        h.fill(0);
+    }
+    if let Some(b) = p.first_mut() {
+        *b = k;
+    }
+    let len = p.len();
+    put_u16(p, 4, len);
+    set_link(p, l);
     if let Some(first) = cells.first() {
         let first = key::user_key(cell_key(first.as_ref(), k));
         let shared = cells
@@ -639,6 +653,10 @@ pub(crate) fn rebuild<C: AsRef<[u8]>>(p: &mut [u8], cells: &[C]) {
         if free_space(p) >= c.len() + SLOT {
             place(p, count(p), c);
         }
+    }
+    let gap = slot_at(count(p))..heap(p);
+    if let Some(gap) = p.get_mut(gap) {
+        gap.fill(0);
     }
 }
 
