@@ -648,14 +648,26 @@ pub(crate) fn rebuild<C: AsRef<[u8]>>(p: &mut [u8], cells: &[C]) {
             .unwrap_or(0);
         set_prefix_len(p, shared);
     }
+    // Appended in one pass, the header's count and heap written once at
+    // the end (`place`, which inserts anywhere, was most of a prune's
+    // instructions).
+    let prefix = prefix_len(p);
+    let (mut n, mut heap) = (0, len);
     for c in cells {
         let c = c.as_ref();
-        if free_space(p) >= c.len() + SLOT {
-            place(p, count(p), c);
+        if heap < slot_at(n + 1) + c.len() {
+            continue;
         }
+        heap -= c.len();
+        if let Some(dst) = p.get_mut(heap..heap + c.len()) {
+            dst.copy_from_slice(c);
+        }
+        put_slot(p, n, heap, head(key::user_key(cell_key(c, k)), prefix));
+        n += 1;
     }
-    let gap = slot_at(count(p))..heap(p);
-    if let Some(gap) = p.get_mut(gap) {
+    put_u16(p, 2, n);
+    put_u16(p, 4, heap);
+    if let Some(gap) = p.get_mut(slot_at(n)..heap) {
         gap.fill(0);
     }
 }
