@@ -283,7 +283,7 @@ impl BtreeTable {
     pub(super) fn drop_idle_frames(&self, runs: &[(u64, u64)]) {
         for &(f, n) in runs {
             for p in f..f + n {
-                if p >= super::frames::PAGES_MAX || !self.file.frames.get(p).0.is_null() {
+                if self.may_be_cached(p) {
                     self.cache.drop_key_if_idle(&(self.file.owner, p));
                 }
             }
@@ -296,10 +296,10 @@ impl BtreeTable {
     /// budget, for every table), `early`'s; else the file's end. A page
     /// from `early` is still the durable image's: it is held (its frame,
     /// once installed, kept in the cache and not written: `install_page`)
-    /// until the running checkpoint is durable. Without this the pages of the next epoch's copies, made
-    /// while a checkpoint writes, came from the file's end: the file of a
-    /// table overwritten at random was the high-water mark of about 2.4
-    /// images of its tree.
+    /// until the running checkpoint is durable. Without this the pages of
+    /// the next epoch's copies, made while a checkpoint writes, came from
+    /// the file's end: the file of a table overwritten at random was the
+    /// high-water mark of about 2.4 images of its tree.
     pub(super) fn alloc_page(&self, st: &mut TreeState) -> u64 {
         let early = st.early.first_key_value().map(|(&f, &n)| (f, n));
         let free = st.free.keys().next().copied();

@@ -122,6 +122,15 @@ pub(crate) fn set_link(p: &mut [u8], v: u64) {
 /// Makes `p` an empty page of `kind`.
 pub(crate) fn init(p: &mut [u8], kind: u8, link: u64) {
     p.fill(0);
+    init_header(p, kind, link);
+}
+
+/// Writes the header of an empty page of `kind` (no cells, the heap at the
+/// end), leaving the rest of `p` as it is.
+fn init_header(p: &mut [u8], kind: u8, link: u64) {
+    if let Some(h) = p.get_mut(..HEADER) {
+        h.fill(0);
+    }
     if let Some(k) = p.first_mut() {
         *k = kind;
     }
@@ -630,15 +639,8 @@ pub(crate) fn rebuild<C: AsRef<[u8]>>(p: &mut [u8], cells: &[C]) {
     // The header, then the slots and cells; only the space left between
     // them is zeroed, not the whole page first (a leaf rebuilt 31/32 full
     // wrote most of its bytes twice).
-    if let Some(h) = p.get_mut(..HEADER) {
-        h.fill(0);
-    }
-    if let Some(b) = p.first_mut() {
-        *b = k;
-    }
+    init_header(p, k, l);
     let len = p.len();
-    put_u16(p, 4, len);
-    set_link(p, l);
     if let Some(first) = cells.first() {
         let first = key::user_key(cell_key(first.as_ref(), k));
         let shared = cells

@@ -636,11 +636,17 @@ impl BtreeTable {
     /// agrees with the cache, says first whether there is a frame to drop,
     /// with a few loads instead of a shard's mutex and a map lookup.
     pub(super) fn uncache_if_cached(&self, pgno: u64) {
-        // Past the frame table's reach a cached frame is not published
-        // there: ask the cache.
-        if pgno >= super::frames::PAGES_MAX || !self.file.frames.get(pgno).0.is_null() {
+        if self.may_be_cached(pgno) {
             self.uncache(pgno);
         }
+    }
+
+    /// Whether page `pgno` may have a frame in the cache, as the frame
+    /// table says (true past the table's reach, where a cached frame is not
+    /// published: only the cache knows). Right at the moment of the call
+    /// only: a reader may cache the page just after.
+    pub(super) fn may_be_cached(&self, pgno: u64) -> bool {
+        pgno >= super::frames::PAGES_MAX || !self.file.frames.get(pgno).0.is_null()
     }
 
     /// Drops the frame of page `pgno`, which was freed, from the cache. The

@@ -516,9 +516,6 @@ impl Shard {
         );
     }
 
-    /// Removes `key`; returns its entry and charge if it was cached. The
-    /// cache's handle is released (`Entry::release`); the one returned is
-    /// another.
     /// Removes `key`'s entry if it may leave now: clean, held by no one
     /// besides the cache, and its `try_leave` succeeds (never waited for).
     fn remove_if_idle(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
@@ -531,6 +528,9 @@ impl Shard {
         self.remove(key)
     }
 
+    /// Removes `key`; returns its entry and charge if it was cached. The
+    /// cache's handle is released (`Entry::release`); the one returned is
+    /// another.
     fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
         let cached = self.map.remove(key)?;
         if let Some(s) = self.slots.get_mut(cached.slot) {
