@@ -32,6 +32,7 @@ use super::frames::FrameTable;
 use super::free_space::{add_extent, PageSet, TreeState};
 use super::page;
 use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
+use super::verify::DurableGuard;
 use super::{file_name, BtreeTable, Root, RootCell};
 use crate::cache::Cache;
 use crate::counter::StripedGate;
@@ -154,7 +155,9 @@ impl BtreeTable {
             loading: Mutex::default(),
             frames: FrameTable::default(),
             read_only,
+            durable: DurableGuard::default(),
         });
+        pf.durable.set(&pf, &c);
         let mut state = TreeState {
             page_count: c.page_count,
             free_map: (c.free_map_first, u64::from(c.free_map_pages)),
@@ -380,10 +383,7 @@ impl BtreeTable {
                 // written when its value was added.
                 continue;
             };
-            let g = frame.read();
-            if g.dirty.load(Ordering::Acquire) {
-                self.file.write_page(pgno, &g.image)?;
-                g.dirty.store(false, Ordering::Release);
+            if frame.write_out(&frame.read())? {
                 written += 1;
                 let (first, pages) = run.get_or_insert((pgno, 0));
                 *pages += 1;
@@ -402,6 +402,8 @@ impl BtreeTable {
             u64::from(c.free_map_pages),
         )?;
         self.file.file.sync()?;
+        // From here a crash may leave either image durable.
+        self.file.durable.add(&self.file, c);
         sync_log(c.seqno)?;
         let slot = c.generation % 2;
         self.file.file.write_at(
@@ -409,6 +411,7 @@ impl BtreeTable {
             &c.encode(self.file.page_size, self.id),
         )?;
         self.file.file.sync()?;
+        self.file.durable.set(&self.file, c);
         Ok(written)
     }
 

@@ -39,6 +39,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::frames::FrameTable;
 use super::free_space::TreeState;
+use super::verify::DurableGuard;
 use super::{format, page, BtreeTable};
 use crate::cache::{Cache, Entry, State};
 use crate::counter::Striped;
@@ -100,6 +101,8 @@ pub(crate) struct PageFile {
     /// The database was opened read-only: no page is written. Pages the
     /// log's replay changed stay in the cache, dirty, until it closes.
     pub read_only: bool,
+    /// The pages no write may touch, checked in test builds.
+    pub durable: DurableGuard,
 }
 
 /// A read of a page from the file into the cache, registered for its
@@ -171,6 +174,8 @@ pub(crate) struct Frame {
     /// moment knows its copy is the page as it is while the version stays
     /// (`read.rs`, the top of the tree).
     version: AtomicU64,
+    /// Held while the image is written out (`write_out`).
+    writing: Mutex<()>,
     latch: RwLock<PageBuf>,
 }
 
@@ -184,6 +189,7 @@ impl Frame {
             touched: AtomicBool::new(false),
             image_at: image.as_ptr() as usize,
             version: AtomicU64::new(next_version()),
+            writing: Mutex::new(()),
             latch: RwLock::new(PageBuf {
                 dirty: AtomicBool::new(dirty),
                 image,
@@ -211,6 +217,26 @@ impl Frame {
 
     fn try_read(&self) -> Option<ReadGuard<'_>> {
         self.latch.try_read()
+    }
+
+    /// Writes the image `page` (this frame's, read-latched by the caller)
+    /// to the file if it is dirty, and marks it clean; true if it wrote.
+    /// The write-back of handed-back pages and a checkpoint both write
+    /// frames, each under the read latch. Both could find a frame dirty
+    /// and write it, and the second write land after the checkpoint's
+    /// sync: an unsynced write over a page of the image just made durable
+    /// (the same bytes, but a write a crash may tear or garble: a crash
+    /// test read such a page back as garbage). Under `writing` the second
+    /// finds the page clean, and the first has written it by then, before
+    /// the checkpoint goes on to its sync.
+    pub(super) fn write_out(&self, page: &PageBuf) -> Result<bool> {
+        let _writing = self.writing.lock();
+        if !page.dirty.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.file.write_page(self.pgno, &page.image)?;
+        page.dirty.store(false, Ordering::Release);
+        Ok(true)
     }
 
     /// A counted handle to a frame found without one (through the frame
@@ -350,9 +376,9 @@ fn write_back(frame: &Frame) {
     if !page.dirty.load(Ordering::Acquire) || frame.file.read_only {
         return;
     }
-    match frame.file.write_page(frame.pgno, &page.image) {
-        Ok(()) => {
-            page.dirty.store(false, Ordering::Release);
+    match frame.write_out(&page) {
+        Ok(false) => {}
+        Ok(true) => {
             frame
                 .file
                 .counters
@@ -379,7 +405,7 @@ impl PageFile {
         self.page_size - format::DISK_HEADER
     }
 
-    fn offset(&self, pgno: u64) -> u64 {
+    pub(super) fn offset(&self, pgno: u64) -> u64 {
         pgno * self.page_size as u64
     }
 
@@ -395,6 +421,7 @@ impl PageFile {
         }
         let out = format::encode_page(pgno, image, self.compression, self.page_size);
         self.file.write_at(self.offset(pgno), &out)?;
+        self.durable.check(self, pgno);
         self.counters.written.fetch_add(1, Ordering::Relaxed);
         self.counters
             .bytes_written
@@ -700,6 +727,7 @@ mod tests {
                 loading: Mutex::default(),
                 frames: FrameTable::default(),
                 read_only: false,
+                durable: DurableGuard::default(),
             };
             pf.write_page(3, &p).expect("write");
             assert_eq!(pf.read_page(3).expect("read"), p);
@@ -730,6 +758,7 @@ mod tests {
             loading: Mutex::default(),
             frames: FrameTable::default(),
             read_only: false,
+            durable: DurableGuard::default(),
         })
     }
 
