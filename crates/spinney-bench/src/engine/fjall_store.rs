@@ -30,8 +30,8 @@
 //! or `remove` (fjall's own single-write path); a batch of several through
 //! one `Database::batch`, atomic across keyspaces.
 //!
-//! Operations: `flush` seals each keyspace's memtable and waits for its
-//! flush, `compact` and `compactall` run a major compaction of each
+//! Operations: `flush` seals each keyspace's memtable and waits until no
+//! sealed memtable is left unflushed, `compact` and `compactall` run a major compaction of each
 //! keyspace (both are public but undocumented calls of fjall's, the ones
 //! its own tests use); fjall cannot compact one level or wait for its
 //! background work, and has no checkpoints, so those are not supported.
@@ -40,6 +40,7 @@
 //! every thread; a session is a borrowed reference.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
@@ -70,6 +71,9 @@ pub(crate) fn describe(config: &Config) -> String {
         }
     )
 }
+
+/// The longest a flush waits for fjall's sealed memtables to be written.
+const FLUSH_WAIT_MAX: Duration = Duration::from_secs(600);
 
 fn peer(what: &str, e: impl std::fmt::Display) -> EngineError {
     EngineError::peer(Engine::Fjall, format!("{what}: {e}"))
@@ -171,6 +175,25 @@ impl Store for FjallStore {
             Benchmark::Flush => {
                 for k in &self.keyspaces {
                     k.rotate_memtable_and_wait().map_err(|e| peer("flush", e))?;
+                    // That waits only when it sealed the memtable itself. A
+                    // write past the write buffer has fjall's worker seal it
+                    // on its own; if the worker was first, this found the
+                    // new memtable empty and returned while the sealed one
+                    // was still being flushed (the test below failed once
+                    // in a full run: no table after the flush and the
+                    // compaction).
+                    let deadline = Instant::now() + FLUSH_WAIT_MAX;
+                    while k.sealed_memtable_count() > 0 {
+                        if Instant::now() > deadline {
+                            return Err(peer(
+                                "flush",
+                                format!(
+                                    "sealed memtables still unflushed after {FLUSH_WAIT_MAX:?}"
+                                ),
+                            ));
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                 }
             }
             Benchmark::Compact | Benchmark::CompactAll => {
