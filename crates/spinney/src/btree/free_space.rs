@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::page::Value;
-use super::pager::Frame;
+use super::pager::{Frame, PageBuf};
 use super::BtreeTable;
 
 /// A set of page numbers, hashed with foldhash rather than the std's
@@ -153,6 +153,19 @@ impl TreeState {
             add_extent(&mut extents, f, n);
         }
         extents
+    }
+
+    /// Marks `page`, the image of page `pgno` that the writer has just
+    /// changed, dirty. Only pages allocated since the last freeze are
+    /// changed in place (the invariant above; a frozen page changed before
+    /// its checkpoint wrote it would put a later change into the image):
+    /// checked in debug builds.
+    pub(super) fn changed(&self, pgno: u64, page: &PageBuf) {
+        debug_assert!(
+            self.fresh.contains(&pgno),
+            "page {pgno} changed in place, but not allocated since the last freeze"
+        );
+        page.dirty.store(true, Ordering::Release);
     }
 
     /// Whether no leaf waits for `BtreeTable::tidy`.

@@ -15,7 +15,6 @@
 //! Thread-safety: the writer's (it holds `tree`); readers go on beside it,
 //! under the latches.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::free_space::TreeState;
@@ -118,7 +117,7 @@ impl BtreeTable {
             // Where this leaf's versions end, before pruning may empty it.
             let last = last_version(&g.image);
             self.prune_after(st, &mut g.image, horizon, Some((user_key, seqno)));
-            g.dirty.store(true, Ordering::Release);
+            st.changed(leaf.pgno, &g);
             let small = page::used(&g.image) < g.image.len() / 4;
             drop(g);
             if small && path.len() > 1 {
@@ -148,7 +147,7 @@ impl BtreeTable {
             let (Some(g), Some((frame, _))) = (guards.get_mut(level), path.get(level)) else {
                 break;
             };
-            g.dirty.store(true, Ordering::Release);
+            st.changed(frame.pgno, g);
             let this_pgno = frame.pgno;
             let p = &mut g.image;
             let is_leaf = page::kind(p) == page::KIND_LEAF;
@@ -305,13 +304,13 @@ impl BtreeTable {
             .collect();
         cells.extend((0..page::count(&rg.image)).map(|i| page::cell_bytes(&rg.image, i).to_vec()));
         page::rebuild(&mut lg.image, &cells);
-        lg.dirty.store(true, Ordering::Release);
+        st.changed(left.pgno, &lg);
         let Some(pg) = guards.last_mut() else {
             return Ok(());
         };
         // Drop the separator of the right page (cell left_pos).
         page::remove(&mut pg.image, left_pos);
-        pg.dirty.store(true, Ordering::Release);
+        st.changed(parent.pgno, pg);
         drop(rg);
         self.forget_page(st, right_pgno);
         self.collapse_root(st, &mut root, guards);
@@ -401,7 +400,7 @@ impl BtreeTable {
             // The root is a leaf: prune it where it is.
             let mut g = leaf.write();
             self.prune(st, &mut g.image, horizon);
-            g.dirty.store(true, Ordering::Release);
+            st.changed(leaf.pgno, &g);
             st.untidy.remove(&leaf.pgno);
             return Ok(());
         };
@@ -548,10 +547,10 @@ impl BtreeTable {
             return Ok(());
         }
         page::rebuild(&mut pg.image, &parent_cells);
-        pg.dirty.store(true, Ordering::Release);
-        for (g, w) in leaves.iter_mut().zip(cuts.windows(2)) {
+        st.changed(parent.pgno, pg);
+        for ((g, w), f) in leaves.iter_mut().zip(cuts.windows(2)).zip(&frames) {
             page::rebuild(&mut g.image, &kept[w[0]..w[1]]);
-            g.dirty.store(true, Ordering::Release);
+            st.changed(f.pgno, g);
         }
         let used = cuts.len() - 1;
         drop(leaves);

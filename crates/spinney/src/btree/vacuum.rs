@@ -205,7 +205,7 @@ impl BtreeTable {
                     u64::from(pages),
                 )?;
                 page::set_overflow_first(&mut g.image, i, to);
-                g.dirty.store(true, Ordering::Release);
+                st.changed(leaf.pgno, &g);
                 st.release(first, u64::from(pages));
                 moved += u64::from(pages);
             }

@@ -210,7 +210,7 @@ impl BtreeTable {
             page::remove(p, pos);
         }
         if page::insert(p, pos, &cell) {
-            g.dirty.store(true, Ordering::Release);
+            st.changed(leaf.pgno, &g);
             if st.deleting_range && st.untidy.insert(leaf.pgno) {
                 st.untidy_keys.push(ik.clone());
             }
@@ -229,7 +229,7 @@ impl BtreeTable {
             return Ok(());
         }
         self.prune(st, &mut g.image, horizon);
-        g.dirty.store(true, Ordering::Release);
+        st.changed(leaf.pgno, &g);
         let p = &mut g.image;
         let pos = page::lower_bound(p, KeyRef::of(&ik), &mut unused);
         // Split unless pruning left 1/32 of the page free (a little more
@@ -344,7 +344,7 @@ impl BtreeTable {
             Some(parent) => {
                 let mut pg = parent.write();
                 page::set_child_at(&mut pg.image, pos, pgno);
-                pg.dirty.store(true, Ordering::Release);
+                st.changed(parent.pgno, &pg);
             }
         }
         st.release(old_pgno, 1);
