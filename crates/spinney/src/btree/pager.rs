@@ -763,6 +763,46 @@ mod tests {
     }
 
     #[test]
+    fn a_dirty_frame_is_written_once_however_many_threads_write_it_out() {
+        // Goal: the write-back and a checkpoint may both try to write a
+        // dirty frame (each under the read latch); the page is written
+        // once, by the first, and the others find it clean. A second write
+        // could land after the checkpoint's sync, over the image just made
+        // durable (see `Frame::write_out`). Method: four threads released
+        // together write one dirty frame out, a hundred times over; the
+        // file's count of page writes says how many wrote.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = page_file(dir.path());
+        for round in 0..100u64 {
+            let frame = Frame::new(Arc::clone(&file), 2, true, leaf(file.image_len()));
+            let before = file.counters.written.load(Ordering::Relaxed);
+            let start = std::sync::Barrier::new(4);
+            let wrote: Vec<bool> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| {
+                        s.spawn(|| {
+                            let page = frame.read();
+                            start.wait();
+                            frame.write_out(&page).expect("write")
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("join"))
+                    .collect()
+            });
+            let writes = file.counters.written.load(Ordering::Relaxed) - before;
+            assert_eq!(
+                writes, 1,
+                "round {round}: {writes} writes of one dirty page"
+            );
+            assert_eq!(wrote.iter().filter(|&&w| w).count(), 1, "round {round}");
+            assert!(!frame.read().dirty.load(Ordering::Acquire));
+        }
+    }
+
+    #[test]
     fn a_frame_found_without_a_reference_leaves_only_unlatched_and_stays_readable() {
         // Goal: the protocol readers rely on when they find a frame through
         // the frame table and hold no reference to it. While a reader holds
