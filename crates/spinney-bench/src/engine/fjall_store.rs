@@ -31,9 +31,9 @@
 //! one `Database::batch`, atomic across keyspaces.
 //!
 //! Operations: `flush` seals each keyspace's memtable and waits until no
-//! sealed memtable is left unflushed, `compact` and `compactall` run a major compaction of each
-//! keyspace (both are public but undocumented calls of fjall's, the ones
-//! its own tests use); fjall cannot compact one level or wait for its
+//! sealed memtable is left unflushed, `compact` and `compactall` run a
+//! major compaction of each keyspace (both are public but undocumented
+//! calls of fjall's, the ones its own tests use); fjall cannot compact one level or wait for its
 //! background work, and has no checkpoints, so those are not supported.
 //!
 //! Thread-safety: fjall's `Database` and `Keyspace` handles are shared by

@@ -411,7 +411,7 @@ impl BtreeTable {
             &c.encode(self.file.page_size, self.id),
         )?;
         self.file.file.sync()?;
-        self.file.durable.set(&self.file, c);
+        self.file.durable.made_durable();
         Ok(written)
     }
 

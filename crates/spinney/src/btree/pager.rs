@@ -373,7 +373,7 @@ fn write_back(frame: &Frame) {
     let Some(page) = frame.try_read() else {
         return;
     };
-    if !page.dirty.load(Ordering::Acquire) || frame.file.read_only {
+    if frame.file.read_only {
         return;
     }
     match frame.write_out(&page) {

@@ -266,26 +266,28 @@ pub(crate) fn dump_file(fs: &dyn Fs, path: &Path, out: &mut dyn Write) -> Result
 /// holds the pages of the durable image (tree, overflow runs, free map),
 /// and from a checkpoint's data sync until its header is synced those of
 /// the image it makes durable as well, since a crash may leave either;
-/// `check` panics when a page write lands on one. The image is walked from
-/// the file at each checkpoint (a cost for tests only: without the
-/// feature this is empty and does nothing). The crash tests meet a
+/// `check` panics when a page write lands on one. Each image is walked
+/// from the file once, at open or at its checkpoint's data sync (a cost
+/// for tests only: without the feature this is empty and does nothing). The crash tests meet a
 /// violation only when a crash garbles that very write; this meets every
 /// one (a write-back writing a page again after the checkpoint that wrote
 /// it had synced, two or three times a run of `crash_commit`).
 #[derive(Debug, Default)]
 pub(crate) struct DurableGuard {
+    /// The pages no write may touch.
     #[cfg(feature = "testing")]
     pages: parking_lot::Mutex<HashSet<u64>>,
+    /// The pages of the image being made durable (`add`).
+    #[cfg(feature = "testing")]
+    next: parking_lot::Mutex<HashSet<u64>>,
 }
 
 impl DurableGuard {
-    /// The durable image is `c` (at open, and once a checkpoint's header
-    /// is synced).
+    /// The durable image is `c` (at open).
     pub(crate) fn set(&self, _file: &PageFile, _c: &Checkpoint) {
         #[cfg(feature = "testing")]
         {
-            let pages = image_pages(_file, _c);
-            *self.pages.lock() = pages;
+            *self.pages.lock() = image_pages(_file, _c);
         }
     }
 
@@ -293,8 +295,17 @@ impl DurableGuard {
     pub(crate) fn add(&self, _file: &PageFile, _c: &Checkpoint) {
         #[cfg(feature = "testing")]
         {
-            let pages = image_pages(_file, _c);
-            self.pages.lock().extend(pages);
+            let next = image_pages(_file, _c);
+            self.pages.lock().extend(&next);
+            *self.next.lock() = next;
+        }
+    }
+
+    /// The image `add` named is the durable one (its header is synced).
+    pub(crate) fn made_durable(&self) {
+        #[cfg(feature = "testing")]
+        {
+            *self.pages.lock() = std::mem::take(&mut *self.next.lock());
         }
     }
 
