@@ -227,7 +227,9 @@ struct Slot {
 
 /// What one step of the hand did.
 enum Swept {
-    Evicted(u64),
+    /// The entry left, with its charge; whoever swept drops it once the
+    /// shard's lock is let go (freeing its bytes is not the shard's work).
+    Evicted(Arc<dyn Entry>, u64),
     HandedBack(HandedBack),
     Nothing,
 }
@@ -390,10 +392,11 @@ impl Cache {
             };
             let swept = shard.lock().evict_one(|charge| self.may_hand_back(charge));
             match swept {
-                Swept::Evicted(charge) => {
+                Swept::Evicted(entry, charge) => {
                     failures = 0;
                     self.usage.fetch_sub(charge, Ordering::Relaxed);
                     self.evictions.fetch_add(1, Ordering::Relaxed);
+                    drop(entry);
                 }
                 Swept::HandedBack(handed) => {
                     failures = 0;
@@ -577,7 +580,7 @@ impl Shard {
                     return match self.remove(&key) {
                         Some((entry, charge)) => {
                             entry.evicted();
-                            Swept::Evicted(charge)
+                            Swept::Evicted(entry, charge)
                         }
                         None => Swept::Nothing,
                     };

@@ -161,6 +161,12 @@ pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; a read past the end is an I/O
     /// error of kind `UnexpectedEof`.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// `read_at` into `buf`, whose bytes it replaces: a caller that keeps
+    /// buffers reuses one instead of allocating (SST block reads).
+    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        *buf = self.read_at(offset, len)?;
+        Ok(())
+    }
     /// The file's length when it was opened.
     fn len(&self) -> u64;
     /// True when the file was empty when opened.

@@ -331,6 +331,12 @@ struct OsRandomAccessFile {
 
 impl RandomAccessFile for OsRandomAccessFile {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
         let in_bounds = offset
             .checked_add(len as u64)
             .is_some_and(|end| end <= self.len);
@@ -347,12 +353,16 @@ impl RandomAccessFile for OsRandomAccessFile {
                 ),
             ));
         }
-        let mut buf = vec![0u8; len];
+        // Only bytes past the buffer's old length are zeroed: the read
+        // writes every byte or fails (a reused block buffer is not zeroed
+        // whole before each read).
+        buf.truncate(len);
+        buf.resize(len, 0);
         self.file
-            .read_exact_at(&mut buf, offset)
+            .read_exact_at(buf, offset)
             .map_err(|e| Error::io("read", &self.path, e))?;
         self.stats.record_read(len);
-        Ok(buf)
+        Ok(())
     }
 
     fn len(&self) -> u64 {

@@ -131,6 +131,13 @@ pub(crate) struct Block {
     heads: Option<Heads>,
 }
 
+impl Drop for Block {
+    /// The bytes go to this thread's spare buffers, for its next block read.
+    fn drop(&mut self) {
+        super::spare::give(std::mem::take(&mut self.data));
+    }
+}
+
 /// An in-memory search aid for a block whose every entry is a restart
 /// point: the user keys' common prefix, and for each entry the eight bytes
 /// of its user key after that prefix (zero-padded, big-endian). A seek

@@ -249,7 +249,7 @@ pub(crate) fn block_trailer(stored: &[u8], kind: CompressionType) -> [u8; BLOCK_
 
 /// Checks the trailer of the block at `offset` (whose stored bytes plus
 /// trailer are `buf`) and returns its contents, decompressed.
-pub(crate) fn unseal_block(buf: &[u8], file: &Path, offset: u64) -> Result<Vec<u8>> {
+pub(crate) fn unseal_block(mut buf: Vec<u8>, file: &Path, offset: u64) -> Result<Vec<u8>> {
     let size = buf
         .len()
         .checked_sub(BLOCK_TRAILER_BYTES)
@@ -276,7 +276,10 @@ pub(crate) fn unseal_block(buf: &[u8], file: &Path, offset: u64) -> Result<Vec<u
         )
     })?;
     if kind == CompressionType::None {
-        return Ok(stored.to_vec());
+        // The bytes read are the block: no copy (a second allocation, a
+        // copy and a free were 4-5% of a read that missed the cache).
+        buf.truncate(size);
+        return Ok(buf);
     }
     let mut d = Decoder::new(stored);
     let raw_len = d.varint64().map_err(|e| e.corruption(file, offset))?;
@@ -539,7 +542,7 @@ mod tests {
                 }
                 let mut buf = stored.clone();
                 buf.extend_from_slice(&block_trailer(&stored, used));
-                assert_eq!(&unseal_block(&buf, path(), 0).expect("unseals"), raw);
+                assert_eq!(&unseal_block(buf, path(), 0).expect("unseals"), raw);
             }
         }
     }

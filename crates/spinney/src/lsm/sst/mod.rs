@@ -29,6 +29,7 @@ mod dump;
 pub(crate) mod filter;
 pub(crate) mod format;
 mod reader;
+mod spare;
 #[cfg(test)]
 mod tests;
 

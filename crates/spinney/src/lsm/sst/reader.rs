@@ -24,6 +24,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter};
 use super::filter::BloomFilter;
 use super::format::{self, BlockHandle, CompressionType, Footer, Properties, FOOTER_BYTES};
+use super::spare;
 use crate::cache::Cache;
 use crate::encoding::Decoder;
 use crate::error::{Error, Result};
@@ -362,11 +363,12 @@ fn read_block(
 ) -> Result<(Vec<u8>, bool)> {
     handle.check(path, limit, handle.offset, "block")?;
     let len = handle.size as usize + format::BLOCK_TRAILER_BYTES;
-    let buf = file.read_at(handle.offset, len)?;
+    let mut buf = spare::take();
+    file.read_into(handle.offset, len, &mut buf)?;
     let compressed = buf
         .get(handle.size as usize)
         .is_some_and(|&t| t != CompressionType::None as u8);
-    let data = format::unseal_block(&buf, path, handle.offset)?;
+    let data = format::unseal_block(buf, path, handle.offset)?;
     Ok((data, compressed))
 }
 
