@@ -355,8 +355,10 @@ impl RandomAccessFile for OsRandomAccessFile {
         }
         // Only bytes past the buffer's old length are zeroed: the read
         // writes every byte or fails (a reused block buffer is not zeroed
-        // whole before each read).
+        // whole before each read). A buffer grows to `len` exactly, not
+        // to double its size: a cached block is charged its length.
         buf.truncate(len);
+        buf.reserve_exact(len - buf.len());
         buf.resize(len, 0);
         self.file
             .read_exact_at(buf, offset)

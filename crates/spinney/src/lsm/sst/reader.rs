@@ -363,7 +363,7 @@ fn read_block(
 ) -> Result<(Vec<u8>, bool)> {
     handle.check(path, limit, handle.offset, "block")?;
     let len = handle.size as usize + format::BLOCK_TRAILER_BYTES;
-    let mut buf = spare::take();
+    let mut buf = spare::take(len);
     file.read_into(handle.offset, len, &mut buf)?;
     let compressed = buf
         .get(handle.size as usize)

@@ -43,12 +43,16 @@ pub(crate) fn give(buf: Vec<u8>) {
     });
 }
 
-/// A buffer for a block read: one this thread let go, or a new empty one.
-pub(crate) fn take() -> Vec<u8> {
+/// A buffer for a read of `len` bytes: one this thread let go, or a new
+/// empty one. A spare far larger than `len` is freed instead: the cache
+/// charges a block its length, so a block must not hold much more than
+/// that (the reader grows a smaller one to `len` exactly).
+pub(crate) fn take(len: usize) -> Vec<u8> {
     SPARE
         .try_with(|spare| spare.try_borrow_mut().ok().and_then(|mut s| s.pop()))
         .ok()
         .flatten()
+        .filter(|buf| buf.capacity() <= len + len / 8)
         .unwrap_or_default()
 }
 
@@ -59,23 +63,29 @@ mod tests {
     #[test]
     fn a_thread_gets_back_the_buffers_it_gave_up_to_the_limits() {
         // Goal: a buffer given is the next one taken (no allocation), at
-        // most SPARE_MAX are kept, and oversized ones are not kept.
+        // most SPARE_MAX are kept, oversized ones are not kept, and none
+        // much larger than the read is used.
         let a = Vec::<u8>::with_capacity(4096);
         let at = a.as_ptr();
         give(a);
-        let b = take();
+        let b = take(4000);
         assert_eq!(b.as_ptr(), at);
         assert!(b.capacity() >= 4096);
 
         for _ in 0..SPARE_MAX + 3 {
             give(Vec::with_capacity(4096));
         }
-        let kept = std::iter::from_fn(|| Some(take()))
+        let kept = std::iter::from_fn(|| Some(take(4096)))
             .take_while(|b| b.capacity() > 0)
             .count();
         assert_eq!(kept, SPARE_MAX);
 
         give(Vec::with_capacity(SPARE_CAPACITY_MAX + 1));
-        assert_eq!(take().capacity(), 0);
+        assert_eq!(take(SPARE_CAPACITY_MAX).capacity(), 0);
+
+        // A spare much larger than the read is not used (the cache would
+        // charge the block less than it holds).
+        give(Vec::with_capacity(16 << 10));
+        assert_eq!(take(4096).capacity(), 0);
     }
 }
