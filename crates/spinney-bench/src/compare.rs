@@ -75,6 +75,21 @@ pub struct RoundFigures {
     pub attempted: u64,
     /// readwhilewriting's writer: writes per second.
     pub writer_per_sec: f64,
+    /// False when the engine writes through a memory map, so that
+    /// `process_bytes_written` misses its writes (LMDB's `MDB_WRITEMAP`).
+    pub write_calls_count_writes: bool,
+    /// True when the benchmark was followed by a settle (`--settle`).
+    pub settled: bool,
+    /// Seconds from the benchmark's end until its background work was done.
+    pub settle_seconds: f64,
+    /// Bytes of the database directory then.
+    pub settled_size_bytes: u64,
+    /// Bytes the process passed to write calls from the benchmark's start
+    /// until then.
+    pub settled_process_bytes_written: u64,
+    /// Bytes the process sent to storage from the benchmark's start until
+    /// then.
+    pub settled_storage_bytes_written: u64,
 }
 
 impl RoundFigures {
@@ -96,25 +111,48 @@ impl RoundFigures {
             found: r.found.map_or(0, |f| f.found),
             attempted: r.found.map_or(0, |f| f.total),
             writer_per_sec: r.writer.map_or(0.0, |w| w.writes_per_sec),
+            write_calls_count_writes: r.write_calls_count_writes,
+            settled: r.settled.is_some(),
+            settle_seconds: r.settled.map_or(0.0, |s| s.seconds),
+            settled_size_bytes: r.settled.map_or(0, |s| s.db_size_bytes),
+            settled_process_bytes_written: r
+                .settled
+                .map_or(0, |s| s.resources.process_bytes_written),
+            settled_storage_bytes_written: r
+                .settled
+                .map_or(0, |s| s.resources.storage_bytes_written),
         }
     }
 
-    /// Bytes written (write calls) per byte of keys and values written.
+    /// Bytes written (write calls, and spinney's mapped log) per byte of
+    /// keys and values written, until the background work was done when
+    /// the benchmark settled; `None` for an engine whose writes pass
+    /// through a memory map.
     pub fn write_amplification(&self) -> Option<f64> {
-        (self.user_bytes_written > 0)
-            .then(|| self.process_bytes_written as f64 / self.user_bytes_written as f64)
+        let bytes = if self.settled {
+            self.settled_process_bytes_written
+        } else {
+            self.process_bytes_written
+        };
+        (self.user_bytes_written > 0 && self.write_calls_count_writes)
+            .then(|| bytes as f64 / self.user_bytes_written as f64)
     }
 
-    /// Bytes sent to storage per byte of keys and values written.
+    /// Bytes sent to storage per byte of keys and values written, until
+    /// the background work was done when the benchmark settled.
     pub fn storage_write_amplification(&self) -> Option<f64> {
-        (self.user_bytes_written > 0)
-            .then(|| self.storage_bytes_written as f64 / self.user_bytes_written as f64)
+        let bytes = if self.settled {
+            self.settled_storage_bytes_written
+        } else {
+            self.storage_bytes_written
+        };
+        (self.user_bytes_written > 0).then(|| bytes as f64 / self.user_bytes_written as f64)
     }
 
     /// One line of `name=value` fields.
     fn encode(&self, benchmark: Benchmark) -> String {
         format!(
-            "benchmark={} supported={} ops={} ops_per_sec={} seconds={} p50_micros={} p99_micros={} p9999_micros={} db_size_bytes={} user_bytes_written={} process_bytes_written={} storage_bytes_written={} storage_bytes_read={} peak_rss_bytes={} found={} attempted={} writer_per_sec={}",
+            "benchmark={} supported={} ops={} ops_per_sec={} seconds={} p50_micros={} p99_micros={} p9999_micros={} db_size_bytes={} user_bytes_written={} process_bytes_written={} storage_bytes_written={} storage_bytes_read={} peak_rss_bytes={} found={} attempted={} writer_per_sec={} write_calls_count_writes={} settled={} settle_seconds={} settled_size_bytes={} settled_process_bytes_written={} settled_storage_bytes_written={}",
             benchmark.name(),
             u8::from(self.supported),
             self.ops,
@@ -131,7 +169,13 @@ impl RoundFigures {
             self.peak_rss_bytes,
             self.found,
             self.attempted,
-            self.writer_per_sec
+            self.writer_per_sec,
+            u8::from(self.write_calls_count_writes),
+            u8::from(self.settled),
+            self.settle_seconds,
+            self.settled_size_bytes,
+            self.settled_process_bytes_written,
+            self.settled_storage_bytes_written
         )
     }
 
@@ -182,6 +226,12 @@ impl RoundFigures {
                 found: int("found")?,
                 attempted: int("attempted")?,
                 writer_per_sec: float("writer_per_sec")?,
+                write_calls_count_writes: int("write_calls_count_writes")? != 0,
+                settled: int("settled")? != 0,
+                settle_seconds: float("settle_seconds")?,
+                settled_size_bytes: int("settled_size_bytes")?,
+                settled_process_bytes_written: int("settled_process_bytes_written")?,
+                settled_storage_bytes_written: int("settled_storage_bytes_written")?,
             },
         ))
     }
@@ -317,11 +367,24 @@ impl Comparison {
     }
 
     /// The median ops/sec of spinney's better kind at `step`, if a spinney
-    /// engine ran it.
+    /// engine ran it: of the like-for-like rows (the log written with
+    /// `write()`, as every peer's is) when any ran, so that a ratio never
+    /// credits the mapped log's saving to the structure.
     pub fn spinney_best(&self, step: usize) -> Option<f64> {
-        self.rows
-            .iter()
-            .filter(|r| r.step == step && r.engine.is_spinney() && r.supported())
+        let spinney = |r: &&CompareRow| r.step == step && r.engine.is_spinney() && r.supported();
+        let like_for_like =
+            |r: &&CompareRow| r.engine.log_writes() == Some(spinney::LogWrites::Write);
+        let base: Vec<&CompareRow> = if self.rows.iter().filter(spinney).any(|r| like_for_like(&r))
+        {
+            self.rows
+                .iter()
+                .filter(spinney)
+                .filter(like_for_like)
+                .collect()
+        } else {
+            self.rows.iter().filter(spinney).collect()
+        };
+        base.into_iter()
             .filter_map(|r| r.median(|f| f.ops_per_sec))
             .reduce(f64::max)
     }
@@ -624,7 +687,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
             continue;
         }
         let mut header = format!(
-            "  {:<17} {:>12} {:>10} {:>11} {:>9} {:>6} {:>10} {:>12}",
+            "  {:<20} {:>12} {:>10} {:>11} {:>9} {:>6} {:>10} {:>12}",
             "engine",
             "ops/sec",
             "p99 us",
@@ -643,6 +706,13 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
         if benchmark == Benchmark::ReadWhileWriting {
             header.push_str(&format!(" {:>10}", "writes/sec"));
         }
+        let settled = c
+            .rows
+            .iter()
+            .any(|r| r.step == step && r.rounds.iter().any(|f| f.settled));
+        if settled {
+            header.push_str(&format!(" {:>8} {:>10}", "settle s", "settled MB"));
+        }
         if spinney_ran {
             header.push_str(&format!(" {:>11}", "vs spinney"));
         }
@@ -651,7 +721,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
             let Some(row) = c.row_at(step, engine) else {
                 continue;
             };
-            let mut line = format!("  {:<17}", engine.name());
+            let mut line = format!("  {:<20}", engine.name());
             if row.rounds.is_empty() {
                 line.push_str(" failed (see above)");
             } else if !row.supported() {
@@ -682,6 +752,13 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
                 if benchmark == Benchmark::ReadWhileWriting {
                     line.push_str(&format!(" {:>10.0}", m(|f| f.writer_per_sec)));
                 }
+                if settled {
+                    line.push_str(&format!(
+                        " {:>8.2} {:>10.1}",
+                        m(|f| f.settle_seconds),
+                        m(|f| f.settled_size_bytes as f64) / MB
+                    ));
+                }
                 if spinney_ran {
                     line.push_str(&format!(
                         " {:>11}",
@@ -708,7 +785,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
     }
     writeln!(
         out,
-        "w-amp: bytes the engine's process passed to write calls over the bytes of keys and values written (spinney's log, written through a memory map on Linux, is not in it); disk w-amp: bytes it sent to storage (pages dirtied, so a page rewritten before the kernel writes it back counts once) over the same; size: the files in the database's directory at the end; peak RSS: the process's high-water resident set during the benchmark."
+        "w-amp: bytes the engine's process passed to write calls (and spinney's log copied into its memory map, counted by spinney) over the bytes of keys and values written, '-' for an engine writing through a memory map (LMDB with MDB_WRITEMAP); disk w-amp: bytes it sent to storage (pages dirtied, so a page rewritten before the kernel writes it back counts once) over the same; after a write benchmark that settled, both count until its background work was done; settle s: seconds from the benchmark's end until then (the engine's own signal where it has one, else its files still for 1 s); settled MB: the directory's size then; size: the files in the database's directory (their allocated blocks) at the benchmark's end; peak RSS: the process's high-water resident set during the benchmark."
     )?;
     for f in &c.failures {
         writeln!(
@@ -725,7 +802,7 @@ fn print_table(out: &mut dyn Write, config: &Config, c: &Comparison) -> std::io:
 fn print_operation(out: &mut dyn Write, step: usize, c: &Comparison) -> std::io::Result<()> {
     writeln!(
         out,
-        "  {:<17} {:>10} {:>12} {:>9} {:>12}",
+        "  {:<20} {:>10} {:>12} {:>9} {:>12}",
         "engine", "seconds", "written MB", "size MB", "peak RSS MB"
     )?;
     for &engine in &c.engines {
@@ -746,13 +823,13 @@ fn print_operation(out: &mut dyn Write, step: usize, c: &Comparison) -> std::io:
                 m(|f| f.peak_rss_bytes as f64) / MB
             )
         };
-        writeln!(out, "  {:<17}{figures}", engine.name())?;
+        writeln!(out, "  {:<20}{figures}", engine.name())?;
     }
     Ok(())
 }
 
 /// The CSV header of `--report` in a comparison.
-pub const CSV_HEADER: &str = "benchmark,engine,kind,rounds,ops_per_sec,ops_per_sec_min,ops_per_sec_max,seconds,p99_micros,p9999_micros,db_size_bytes,write_amplification,storage_write_amplification,peak_rss_bytes,found_share,writer_per_sec,vs_spinney,supported";
+pub const CSV_HEADER: &str = "benchmark,engine,kind,rounds,ops_per_sec,ops_per_sec_min,ops_per_sec_max,seconds,p99_micros,p9999_micros,db_size_bytes,write_amplification,storage_write_amplification,peak_rss_bytes,found_share,writer_per_sec,vs_spinney,supported,settle_seconds,settled_size_bytes";
 
 /// Writes the comparison as CSV: one row per benchmark and engine, medians
 /// over the rounds (and the slowest and fastest round's ops/sec).
@@ -767,7 +844,7 @@ fn write_csv(path: &Path, c: &Comparison) -> Result<(), BenchError> {
         let max = ops.iter().copied().reduce(f64::max);
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
         text.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             row.label,
             row.engine.name(),
             row.engine.kind().name(),
@@ -789,7 +866,17 @@ fn write_csv(path: &Path, c: &Comparison) -> Result<(), BenchError> {
             }),
             m(|f| f.writer_per_sec),
             opt(c.ratio_at(row.step, row.engine)),
-            u8::from(row.supported())
+            u8::from(row.supported()),
+            if row.rounds.iter().any(|f| f.settled) {
+                m(|f| f.settle_seconds)
+            } else {
+                String::new()
+            },
+            if row.rounds.iter().any(|f| f.settled) {
+                m(|f| f.settled_size_bytes as f64)
+            } else {
+                String::new()
+            },
         ));
     }
     std::fs::write(path, text).map_err(BenchError::io(format!("write {}", path.display())))
@@ -829,6 +916,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn write_amplification_counts_until_settled_and_not_through_a_map() {
+        // Goal: after a settle the w-amp columns count the engine's writes
+        // until its background work was done, not only those made during
+        // the benchmark; an engine writing through a memory map has no
+        // w-amp (its write calls miss its writes), though its disk w-amp
+        // stands.
+        let mut f = RoundFigures {
+            supported: true,
+            user_bytes_written: 100,
+            process_bytes_written: 200,
+            storage_bytes_written: 150,
+            write_calls_count_writes: true,
+            ..RoundFigures::default()
+        };
+        assert_eq!(f.write_amplification(), Some(2.0));
+        assert_eq!(f.storage_write_amplification(), Some(1.5));
+        f.settled = true;
+        f.settled_process_bytes_written = 500;
+        f.settled_storage_bytes_written = 450;
+        assert_eq!(f.write_amplification(), Some(5.0));
+        assert_eq!(f.storage_write_amplification(), Some(4.5));
+        f.write_calls_count_writes = false;
+        assert_eq!(f.write_amplification(), None);
+        assert_eq!(f.storage_write_amplification(), Some(4.5));
+    }
+
+    #[test]
     fn figures_survive_the_results_file() {
         // Goal: what a child writes, its parent reads back unchanged.
         let f = RoundFigures {
@@ -848,6 +962,12 @@ mod tests {
             found: 860,
             attempted: 1000,
             writer_per_sec: 0.0,
+            write_calls_count_writes: true,
+            settled: true,
+            settle_seconds: 2.5,
+            settled_size_bytes: 3 << 20,
+            settled_process_bytes_written: 400_000,
+            settled_storage_bytes_written: 410_000,
         };
         let line = f.encode(Benchmark::ReadWhileWriting);
         assert_eq!(
@@ -920,5 +1040,45 @@ mod tests {
         );
         assert_eq!(c.ratio(Benchmark::FillRandom, Engine::Lmdb), None);
         assert_eq!(c.ratio(Benchmark::ReadRandom, Engine::Rocksdb), None);
+    }
+
+    #[test]
+    fn ratio_is_to_the_like_for_like_rows_when_they_ran() {
+        // Goal: a faster row with the mapped log never becomes the base of
+        // 'vs spinney' beside a like-for-like row (the log written with
+        // write(), as every peer's is); without one, the mapped rows are
+        // the base.
+        let row = |engine, ops_per_sec| CompareRow {
+            step: 0,
+            benchmark: Benchmark::FillRandom,
+            label: "fillrandom".into(),
+            engine,
+            rounds: vec![RoundFigures {
+                supported: true,
+                ops_per_sec,
+                ..RoundFigures::default()
+            }],
+        };
+        let mut c = Comparison {
+            engines: vec![
+                Engine::SpinneyLsm,
+                Engine::SpinneyLsmMapped,
+                Engine::Rocksdb,
+            ],
+            seeds: vec![1],
+            rows: vec![
+                row(Engine::SpinneyLsm, 200.0),
+                row(Engine::SpinneyLsmMapped, 400.0),
+                row(Engine::Rocksdb, 100.0),
+            ],
+            failures: Vec::new(),
+        };
+        assert_eq!(c.spinney_best(0), Some(200.0));
+        assert_eq!(
+            c.ratio(Benchmark::FillRandom, Engine::SpinneyLsmMapped),
+            Some(2.0)
+        );
+        c.rows.remove(0);
+        assert_eq!(c.spinney_best(0), Some(400.0));
     }
 }

@@ -294,6 +294,11 @@ pub struct Config {
     pub background_nice: i32,
     /// Bytes of a memtable before it is flushed (LSM).
     pub write_buffer_size: usize,
+    /// Memtables a table may hold, the active one and those frozen and
+    /// waiting for their flush, before writers wait (LSM): RocksDB's
+    /// `max_write_buffer_number`, spinney's `max_immutable_memtables` + 1.
+    /// 2 in the lab, RocksDB's default and LevelDB's fixed count.
+    pub write_buffers: usize,
     /// Bytes of a page (B-tree).
     pub page_size: usize,
     /// The database directory; `None` for a new temporary directory removed
@@ -309,6 +314,10 @@ pub struct Config {
     pub range_tombstone_width: u64,
     /// Print the latency histogram after each benchmark.
     pub histogram: bool,
+    /// After each write benchmark, wait until the engine's background work
+    /// is done and report the wait, the size and the cost then
+    /// (`bench::settle`).
+    pub settle: bool,
     /// A progress line every this many operations (db_bench's meaning);
     /// 0 for none.
     pub stats_interval_ops: u64,
@@ -375,8 +384,13 @@ impl Default for Config {
             compression: table.compression,
             compaction_style: table.compaction.style,
             background_threads: engine.background_threads,
-            background_nice: engine.background_nice,
+            // The peers' background threads run at the priority of the
+            // thread that opened them, so spinney's do too in the lab, not at
+            // its own default (`Options::background_nice`, 10), which on two
+            // cores hands the CPU to spinney's foreground.
+            background_nice: 0,
             write_buffer_size: table.write_buffer_size,
+            write_buffers: WRITE_BUFFERS_DEFAULT,
             page_size: table.page_size,
             db: None,
             use_existing_db: false,
@@ -384,6 +398,7 @@ impl Default for Config {
             seek_nexts: 0,
             range_tombstone_width: 100,
             histogram: false,
+            settle: true,
             stats_interval_ops: 0,
             stats_interval: None,
             report_interval: Duration::from_secs(1),
@@ -470,6 +485,11 @@ impl Config {
             cache_size: self.cache_size,
             background_threads: self.background_threads,
             background_nice: self.background_nice,
+            log_writes: self.engine.log_writes().unwrap_or_default(),
+            backpressure: spinney::Backpressure {
+                max_immutable_memtables: self.write_buffers.saturating_sub(1).max(1),
+                ..spinney::Backpressure::default()
+            },
             ..spinney::Options::default()
         }
     }
@@ -543,6 +563,12 @@ impl Config {
                 self.scale
             ));
         }
+        if !(2..=WRITE_BUFFERS_MAX).contains(&self.write_buffers) {
+            return Err(format!(
+                "--max_write_buffer_number={} is outside 2..={WRITE_BUFFERS_MAX} (the active memtable and at least one waiting for its flush)",
+                self.write_buffers
+            ));
+        }
         if self.rounds == 0 || self.rounds > ROUNDS_MAX {
             return Err(format!(
                 "--rounds={} is outside 1..={ROUNDS_MAX}",
@@ -563,9 +589,7 @@ impl Config {
     /// The longest key `engine` takes.
     pub fn max_key_len(&self, engine: Engine) -> usize {
         match engine {
-            Engine::SpinneyLsm | Engine::SpinneyBtree => {
-                self.table_options_of(engine.kind()).max_key_len()
-            }
+            _ if engine.is_spinney() => self.table_options_of(engine.kind()).max_key_len(),
             // LMDB's compiled-in limit (mdb_env_get_maxkeysize).
             Engine::Lmdb => 511,
             // Keys of the others are limited far beyond the lab's.
@@ -604,6 +628,7 @@ impl Config {
             format!("--background_threads={}", self.background_threads),
             format!("--background_nice={}", self.background_nice),
             format!("--write_buffer_size={}", self.write_buffer_size),
+            format!("--max_write_buffer_number={}", self.write_buffers),
             format!("--page_size={}", self.page_size),
             format!("--use_existing_db={}", u8::from(self.use_existing_db)),
             format!("--sync={}", u8::from(self.durability == Durability::Full)),
@@ -614,6 +639,7 @@ impl Config {
             format!("--seek_nexts={}", self.seek_nexts),
             format!("--range_tombstone_width={}", self.range_tombstone_width),
             format!("--histogram={}", u8::from(self.histogram)),
+            format!("--settle={}", u8::from(self.settle)),
             format!("--stats_interval={}", self.stats_interval_ops),
             format!(
                 "--stats_interval_seconds={}",
@@ -693,6 +719,15 @@ pub const ROUNDS_DEFAULT: usize = 3;
 
 /// Most rounds of a comparison.
 pub const ROUNDS_MAX: usize = 1000;
+
+/// Memtables per LSM table in the lab unless `--max_write_buffer_number`
+/// says otherwise: RocksDB's default and LevelDB's only count, so that
+/// every engine buffers alike (spinney's own default is 5:
+/// `Backpressure::max_immutable_memtables` 4, plus the active one).
+pub const WRITE_BUFFERS_DEFAULT: usize = 2;
+
+/// The most memtables per table `--max_write_buffer_number` takes.
+pub const WRITE_BUFFERS_MAX: usize = 64;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum KindArg {
@@ -819,12 +854,19 @@ struct Flags {
     #[arg(long, default_value_t = Config::default().background_threads)]
     background_threads: usize,
     /// How much spinney's background threads lower their CPU priority (a
-    /// nice increment, 0 to 19; Linux).
+    /// nice increment, 0 to 19; Linux). 0 in the lab, as every peer's
+    /// background threads run; spinney's own default is 10.
     #[arg(long, default_value_t = Config::default().background_nice)]
     background_nice: i32,
     /// Bytes of a memtable before it is flushed (LSM).
     #[arg(long, default_value_t = Config::default().write_buffer_size)]
     write_buffer_size: usize,
+    /// Memtables an LSM table may hold (the active one and those waiting
+    /// for their flush) before writers wait, at least 2: RocksDB's
+    /// `max_write_buffer_number`, spinney's `max_immutable_memtables` + 1;
+    /// LevelDB has 2, always.
+    #[arg(long, default_value_t = Config::default().write_buffers)]
+    max_write_buffer_number: usize,
     /// Bytes of a B-tree page (a power of two, 4096 to 32768).
     #[arg(long, default_value_t = Config::default().page_size)]
     page_size: usize,
@@ -856,6 +898,12 @@ struct Flags {
     /// 1 to print the latency histogram of each benchmark.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
     histogram: bool,
+    /// 1 (the default) to wait after each write benchmark, timed apart from
+    /// it, until the engine's background work is done, and report that wait
+    /// with the database's size and the write amplification at that point;
+    /// 0 to go on at once, as db_bench does.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "1")]
+    settle: bool,
     /// A progress line every N operations (db_bench's meaning); 0 for none.
     #[arg(long, default_value_t = 0)]
     stats_interval: u64,
@@ -1002,6 +1050,7 @@ impl Flags {
             background_threads: self.background_threads,
             background_nice: self.background_nice,
             write_buffer_size: self.write_buffer_size,
+            write_buffers: self.max_write_buffer_number,
             page_size: self.page_size,
             db: self.db,
             use_existing_db: self.use_existing_db,
@@ -1009,6 +1058,7 @@ impl Flags {
             seek_nexts: self.seek_nexts,
             range_tombstone_width: self.range_tombstone_width,
             histogram: self.histogram,
+            settle: self.settle,
             stats_interval_ops: self.stats_interval,
             stats_interval: seconds("stats_interval_seconds", self.stats_interval_seconds)?,
             report_interval: seconds("report_interval_seconds", self.report_interval_seconds)?
@@ -1235,6 +1285,7 @@ mod tests {
             "--background_threads=1",
             "--background_nice=3",
             "--write_buffer_size=1048576",
+            "--max_write_buffer_number=3",
             "--page_size=16384",
             "--db=/tmp/x y",
             "--sync=1",

@@ -115,6 +115,26 @@ pub struct BenchResult {
     pub intervals: Vec<Interval>,
     /// readwhilewriting's writer.
     pub writer: Option<WriterFigures>,
+    /// False when the engine writes through a memory map, so that
+    /// `resources.process_bytes_written` misses its writes and its write
+    /// amplification is not measured (`Store::write_calls_count_writes`).
+    pub write_calls_count_writes: bool,
+    /// After a write benchmark run with `--settle`: the wait until the
+    /// engine's background work was done, and what it had cost by then.
+    pub settled: Option<Settled>,
+}
+
+/// A write benchmark's figures at the point its background work was done
+/// (`bench::settle`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settled {
+    /// Seconds from the benchmark's end until the work was done.
+    pub seconds: f64,
+    /// Bytes of all files in the database directory then.
+    pub db_size_bytes: u64,
+    /// I/O, CPU time and context switches from the benchmark's start
+    /// until then.
+    pub resources: Resources,
 }
 
 /// Reads that found their key, of reads made.
@@ -166,7 +186,7 @@ impl BenchResult {
     /// Bytes the process wrote (write calls) per byte of keys and values
     /// written; `None` for a benchmark that wrote nothing.
     pub fn write_amplification(&self) -> Option<f64> {
-        (self.user_bytes_written > 0)
+        (self.user_bytes_written > 0 && self.write_calls_count_writes)
             .then(|| self.resources.process_bytes_written as f64 / self.user_bytes_written as f64)
     }
 }

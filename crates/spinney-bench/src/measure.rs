@@ -45,7 +45,8 @@ pub struct Resources {
     pub cpu_micros: u64,
     /// Context switches of the process, voluntary plus involuntary.
     pub context_switches: u64,
-    /// Bytes the process passed to write calls (every engine alike).
+    /// Bytes the process passed to write calls, and those spinney's mapped
+    /// log copied into its map (every engine alike).
     pub process_bytes_written: u64,
     /// Bytes the process sent to the storage layer.
     pub storage_bytes_written: u64,
@@ -72,6 +73,10 @@ impl Resources {
             storage_bytes_read: process.read_bytes,
         };
         if let Some(io) = engine_io {
+            // Bytes copied into a memory map are written as surely as those
+            // passed to write(), and every engine's w-amp counts what it
+            // writes.
+            r.process_bytes_written += io.bytes_mapped;
             r.bytes_written = io.bytes_written;
             r.bytes_read = io.bytes_read;
             r.read_requests = io.read_requests;
@@ -224,8 +229,13 @@ pub fn peak_rss() -> u64 {
 }
 
 /// Bytes of every file under `dir`, subdirectories included; files that
-/// vanish while it counts (compaction deletes them) count as nothing.
+/// vanish while it counts (compaction deletes them) count as nothing. A
+/// sparse file counts the blocks it has, not its length: LMDB with
+/// `MDB_WRITEMAP` sets its file's length to the whole map (a terabyte
+/// here) and allocates blocks only as pages are used. Space reserved with
+/// `fallocate` (spinney's mapped log segments) has its blocks, and counts.
 pub fn dir_size(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -233,7 +243,9 @@ pub fn dir_size(dir: &Path) -> u64 {
         .flatten()
         .map(|entry| match entry.metadata() {
             Ok(m) if m.is_dir() => dir_size(&entry.path()),
-            Ok(m) => m.len(),
+            // st_blocks is in 512-byte units whatever the file system's
+            // block size; a small file's last block is not counted whole.
+            Ok(m) => m.len().min(m.blocks().saturating_mul(512)),
             Err(_) => 0,
         })
         .sum()
@@ -326,5 +338,17 @@ mod tests {
         std::fs::write(dir.path().join("sub/b"), [0u8; 23]).expect("write");
         assert_eq!(dir_size(dir.path()), 123);
         assert_eq!(dir_size(&dir.path().join("missing")), 0);
+    }
+
+    #[test]
+    fn dir_size_leaves_out_the_holes_of_a_sparse_file() {
+        // Goal: a file whose length runs far past what was written (LMDB's
+        // with MDB_WRITEMAP) counts its blocks, not its length.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = std::fs::File::create(dir.path().join("sparse")).expect("create");
+        file.set_len(1 << 30).expect("set_len");
+        std::os::unix::fs::FileExt::write_at(&file, &[1u8; 8192], 0).expect("write");
+        let size = dir_size(dir.path());
+        assert!((8192..(1 << 20)).contains(&size), "{size} bytes counted");
     }
 }

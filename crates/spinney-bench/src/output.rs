@@ -233,6 +233,29 @@ pub fn write_result(out: &mut dyn Write, r: &BenchResult, histogram: bool) -> io
         c.storage_bytes_written as f64 / MB,
         c.storage_bytes_read as f64 / MB,
     )?;
+    if let Some(settled) = &r.settled {
+        let user = r.user_bytes_written as f64;
+        let c = &settled.resources;
+        let amp = |bytes: u64| {
+            if user > 0.0 {
+                format!("{:.2}", bytes as f64 / user)
+            } else {
+                "-".to_string()
+            }
+        };
+        writeln!(
+            out,
+            "  settled: background work done {:.2} s after the benchmark; then db size {:.1} MB, w-amp {}, disk w-amp {}",
+            settled.seconds,
+            settled.db_size_bytes as f64 / MB,
+            if r.write_calls_count_writes {
+                amp(c.process_bytes_written)
+            } else {
+                "- (writes through a memory map)".to_string()
+            },
+            amp(c.storage_bytes_written),
+        )?;
+    }
     if let Some(c) = &r.read_context {
         writeln!(
             out,

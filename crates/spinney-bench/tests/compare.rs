@@ -195,7 +195,7 @@ fn a_failing_engine_is_reported_and_the_others_go_on() {
         .expect("row")
         .rounds
         .is_empty());
-    assert!(out.contains("spinney-btree     failed"), "{out}");
+    assert!(out.contains("spinney-btree        failed"), "{out}");
     assert!(out.contains("failed: spinney-btree in round 1"), "{out}");
     // With --db the databases stay for a look afterwards.
     assert!(dir.path().join("round-1/spinney-lsm/CURRENT").exists());

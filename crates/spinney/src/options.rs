@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::fs::{Fs, OsFs};
+use crate::fs::{Fs, LogWrites, OsFs};
 use crate::limits;
 
 /// How much a commit promises to survive. After SQLite4 LSM's safety levels.
@@ -609,6 +609,13 @@ pub struct Options {
     pub wal_recovery: WalRecovery,
     /// A log segment is closed and a new one begun past this size.
     pub wal_segment_size: u64,
+    /// How the log's appends reach the operating system: through a shared
+    /// memory map of the segment (the default on Linux: a commit makes no
+    /// system call) or with `write()`, as LevelDB's and RocksDB's logs are.
+    /// Both keep the same promise (`LogWrites`); the map costs less per
+    /// commit (docs/performance.md), and a segment counts its reserved
+    /// space on disk until it is finished.
+    pub log_writes: LogWrites,
     /// Threads that run flushes and compactions. With 0, no thread is
     /// started: the work is done by writers (`autowork`) or by the
     /// application through `Db::work`.
@@ -656,6 +663,7 @@ impl fmt::Debug for Options {
             .field("cache_size", &self.cache_size)
             .field("wal_recovery", &self.wal_recovery)
             .field("wal_segment_size", &self.wal_segment_size)
+            .field("log_writes", &self.log_writes)
             .field("background_threads", &self.background_threads)
             .field("background_nice", &self.background_nice)
             .field("autowork", &self.autowork)
@@ -677,6 +685,7 @@ impl Default for Options {
             cache_size: 64 << 20,
             wal_recovery: WalRecovery::TornTailOnly,
             wal_segment_size: limits::WAL_SEGMENT_BYTES_DEFAULT,
+            log_writes: LogWrites::default(),
             background_threads: 2,
             background_nice: 10,
             autowork: true,

@@ -701,3 +701,51 @@ fn a_refreshed_cursor_reads_the_current_state_within_its_bounds() {
         );
     }
 }
+
+#[test]
+fn the_log_reaches_the_os_the_way_log_writes_says() {
+    // Goal: `Options::log_writes` decides how commits reach the OS, and the
+    // I/O counters say which way they went: `Write` passes every commit to
+    // a write call and maps nothing; `Mapped` (on Linux) copies the
+    // commits into the segment's map, counted as bytes mapped, with no
+    // write call for them. Method: 200 single-put commits each way on the
+    // real file system, reading the counters around them.
+    for writes in [spinney::LogWrites::Write, spinney::LogWrites::Mapped] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = std::sync::Arc::new(spinney::fs::OsFs::new());
+        let db = Db::open(
+            dir.path(),
+            Options {
+                fs: fs.clone(),
+                log_writes: writes,
+                background_threads: 0,
+                ..Options::default()
+            },
+        )
+        .expect("open");
+        let t = db.create_table("t", TableOptions::lsm()).expect("create");
+        let before = spinney::fs::Fs::io_stats(&*fs).snapshot();
+        for i in 0..200u32 {
+            t.put(&i.to_be_bytes(), b"value").expect("put");
+        }
+        let after = spinney::fs::Fs::io_stats(&*fs).snapshot();
+        let mapped = after.bytes_mapped - before.bytes_mapped;
+        let calls = after.write_requests - before.write_requests;
+        let written = after.bytes_written - before.bytes_written;
+        match writes {
+            spinney::LogWrites::Write => {
+                assert_eq!(mapped, 0, "a log written with write() maps nothing");
+                assert!(calls >= 200, "{calls} write calls for 200 commits");
+            }
+            spinney::LogWrites::Mapped if cfg!(target_os = "linux") => {
+                assert_eq!(
+                    mapped, written,
+                    "every byte of the log went through its map"
+                );
+                assert_eq!(calls, 0, "{calls} write calls for mapped commits");
+            }
+            spinney::LogWrites::Mapped => assert_eq!(mapped, 0),
+        }
+        assert!(written >= 200 * 9, "{written} bytes for 200 commits");
+    }
+}

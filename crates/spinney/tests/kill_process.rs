@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use spinney::{Db, Options, TableOptions};
+use spinney::{Db, LogWrites, Options, TableOptions};
 
 /// The child's database directory; set only in the child.
 const CHILD_DIR: &str = "SPINNEY_KILLED_CHILD_DIR";
@@ -38,9 +38,15 @@ fn wal_segments(dir: &Path) -> usize {
 /// Runs the test `child` of this binary as a child process on `dir`,
 /// checks that it aborted, and returns the count it printed ("wrote N").
 fn run_child(child: &str, dir: &Path) -> u32 {
+    run_child_with(child, dir, &[])
+}
+
+/// `run_child` with more variables in the child's environment.
+fn run_child_with(child: &str, dir: &Path, env: &[(&str, &str)]) -> u32 {
     let out = Command::new(std::env::current_exe().expect("current_exe"))
         .args(["--exact", child, "--nocapture"])
         .env(CHILD_DIR, dir)
+        .envs(env.iter().copied())
         .output()
         .expect("run the child");
     assert!(!out.status.success(), "the child did not abort: {out:?}");
@@ -97,16 +103,32 @@ fn a_btree_table_whose_log_its_checkpoint_let_go_survives_a_killed_process() {
     assert_eq!(t.get(&key(0)).expect("get"), Some(vec![2; 100]));
 }
 
+/// How the child writes its log (`LogWrites::name`); set only in the child
+/// of the next test.
+const CHILD_LOG_WRITES: &str = "SPINNEY_KILLED_CHILD_LOG_WRITES";
+
+fn log_writes_named(name: &str) -> LogWrites {
+    [LogWrites::Mapped, LogWrites::Write]
+        .into_iter()
+        .find(|w| w.name() == name)
+        .unwrap_or_else(|| panic!("no log writes named {name}"))
+}
+
 /// The child of the next test: writes to an LSM and a B-tree table under
-/// `Normal` (never synced), past several log segments, telling each key
-/// acknowledged on stdout as it goes, and aborts.
+/// `Normal` (never synced), past several log segments, its log written as
+/// `CHILD_LOG_WRITES` says, and aborts.
 #[test]
 fn child_writes_unsynced_and_aborts() {
     let Some(dir) = std::env::var_os(CHILD_DIR) else {
         return;
     };
     let dir = Path::new(&dir);
-    let db = Db::open(dir, options()).expect("open");
+    let log_writes = std::env::var(CHILD_LOG_WRITES).expect("the child's log writes");
+    let options = Options {
+        log_writes: log_writes_named(&log_writes),
+        ..options()
+    };
+    let db = Db::open(dir, options).expect("open");
     let lsm = db.create_table("lsm", TableOptions::lsm()).expect("create");
     let bt = db
         .create_table("bt", TableOptions::btree())
@@ -126,16 +148,34 @@ fn child_writes_unsynced_and_aborts() {
 fn every_commit_a_killed_process_acknowledged_unsynced_is_there_after_it() {
     // Goal: under `Normal` a commit is handed to the operating system before
     // it returns, so a process killed at once (no destructor: the log is
-    // neither synced nor closed, and its file still runs on in reserved
-    // zeros on Linux) loses none of them, in either kind, and the log
-    // takes new commits after the reopen.
+    // neither synced nor closed, and a mapped segment's file still runs on
+    // in reserved zeros on Linux) loses none of them, in either kind and
+    // with the log written either way, and the log takes new commits after
+    // the reopen, written the other way.
     if std::env::var_os(CHILD_DIR).is_some() {
         return;
     }
+    for (child_writes, reopen_writes) in [
+        (LogWrites::Mapped, LogWrites::Write),
+        (LogWrites::Write, LogWrites::Mapped),
+    ] {
+        every_commit_acknowledged_is_there(child_writes, reopen_writes);
+    }
+}
+
+fn every_commit_acknowledged_is_there(child_writes: LogWrites, reopen_writes: LogWrites) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let n = run_child("child_writes_unsynced_and_aborts", dir.path());
+    let n = run_child_with(
+        "child_writes_unsynced_and_aborts",
+        dir.path(),
+        &[(CHILD_LOG_WRITES, child_writes.name())],
+    );
     assert!(wal_segments(dir.path()) > 1, "the log never rolled");
 
+    let options = || Options {
+        log_writes: reopen_writes,
+        ..options()
+    };
     let db = Db::open(dir.path(), options()).expect("reopen");
     for name in ["lsm", "bt"] {
         let t = db.table(name).expect("table");
@@ -146,7 +186,12 @@ fn every_commit_a_killed_process_acknowledged_unsynced_is_there_after_it() {
             .expect("scan");
         let want: Vec<(Vec<u8>, Vec<u8>)> =
             (0..n).map(|i| (key(i), i.to_le_bytes().to_vec())).collect();
-        assert!(got == want, "{name}: {} of {n} keys back", got.len());
+        assert!(
+            got == want,
+            "{name}, log written {}: {} of {n} keys back",
+            child_writes.name(),
+            got.len()
+        );
         t.put(b"after", b"reopen").expect("put after reopen");
     }
     db.close().expect("close");

@@ -5,6 +5,7 @@
 //! Thread-safety: `run_benchmarks` runs in the caller's thread and starts
 //! the benchmarks' threads itself (see `worker`).
 
+mod settle;
 mod worker;
 mod workloads;
 
@@ -18,7 +19,9 @@ use crate::measure::{dir_size, peak_rss, reset_peak_rss, Resources};
 use crate::output;
 use crate::plot;
 use crate::report::Report;
-use crate::{BenchError, BenchResult, Benchmark, Config, Found, ReadContextMean, WriterFigures};
+use crate::{
+    BenchError, BenchResult, Benchmark, Config, Found, ReadContextMean, Settled, WriterFigures,
+};
 
 use self::worker::Measured;
 
@@ -211,6 +214,17 @@ fn run_one(
     let Some(measured) = measured else {
         return Ok(unsupported(config, benchmark, start_seconds, db_size_bytes));
     };
+    let settled = if config.settle && benchmark.is_write() {
+        let wait = settle::settle(store, &session.dir)
+            .map_err(BenchError::engine(format!("{benchmark}: settle")))?;
+        Some(Settled {
+            seconds: wait.as_secs_f64(),
+            db_size_bytes: dir_size(&session.dir),
+            resources: Resources::now(store.io_counters()).since(&before),
+        })
+    } else {
+        None
+    };
     // db_bench pretends one operation was done, so that a benchmark that
     // did nothing still prints numbers rather than a division by zero.
     let ops_for_rates = measured.ops.max(1);
@@ -265,6 +279,8 @@ fn run_one(
         peak_rss_bytes,
         intervals: measured.intervals,
         writer,
+        write_calls_count_writes: store.write_calls_count_writes(),
+        settled,
     })
 }
 
@@ -299,6 +315,8 @@ fn unsupported(
         peak_rss_bytes: 0,
         intervals: Vec::new(),
         writer: None,
+        write_calls_count_writes: true,
+        settled: None,
     }
 }
 

@@ -216,7 +216,43 @@ pub(crate) fn ranges_delete_what_they_cover(open: Open<'_>) {
     store.close().expect("close");
 }
 
+/// A session that keeps what it seeks with (spinney's cursor, RocksDB's
+/// refreshed iterator, WiredTiger's and LMDB's cursors) sees what was
+/// written after its last seek, by itself or by another session.
+pub(crate) fn seeks_see_later_writes(open: Open<'_>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let mut reader = store.session().expect("session");
+    let mut writer = store.session().expect("session");
+    let mut b = Batch::new();
+    b.put(0, b"m1", b"one");
+    writer.write(&b).expect("write");
+    assert!(reader.seek(0, b"m1", 1).expect("seek").found);
+    assert!(!reader.seek(0, b"m2", 1).expect("seek").found);
+    b.clear();
+    b.put(0, b"m2", b"two");
+    writer.write(&b).expect("write");
+    assert!(
+        reader.seek(0, b"m2", 1).expect("seek").found,
+        "another session's write"
+    );
+    b.clear();
+    b.put(0, b"m3", b"three");
+    b.delete(0, b"m1");
+    reader.write(&b).expect("write");
+    assert!(
+        reader.seek(0, b"m3", 1).expect("seek").found,
+        "its own write"
+    );
+    let seek = reader.seek(0, b"m1", 1).expect("seek");
+    assert!(!seek.found, "a key deleted since the last seek");
+    drop(reader);
+    drop(writer);
+    store.close().expect("close");
+}
+
 pub(crate) fn all(open: Open<'_>) {
+    seeks_see_later_writes(open);
     writes_read_back(open);
     data_survives_close_and_reopen(open);
     threads_work_at_once(open);

@@ -10,7 +10,16 @@
 //!   (fjall's default is none in L0 and L1 and lz4 below); fjall has no
 //!   zstd, so `--compression_type=zstd` is refused.
 //! - Write buffer: `--write_buffer_size` is each keyspace's memtable size
-//!   (fjall's default 64 MiB).
+//!   (fjall's default 64 MiB). The count of memtables is fjall's own and
+//!   cannot be set: writes halt while a keyspace has 4 sealed memtables, so
+//!   5 in all, whatever `--max_write_buffer_number` says (the header says
+//!   so).
+//! - Tree shape: leveled, with tables of `FILE_BYTES` (16 MiB; fjall's
+//!   default is 64 MiB) and L0 compacted at 4 tables, which makes fjall's
+//!   L1 (tables × L0 threshold) 64 MiB, spinney's base level. That is the
+//!   nearest fjall offers to spinney's shape (8 MiB files, a 64 MiB base
+//!   level, dynamic level sizes): its levels are sized statically, and 8
+//!   MiB tables would make its L1 32 MiB.
 //! - Background threads: fjall's worker threads (flushes and compactions);
 //!   fjall needs at least one, so `--background_threads=0` gives one.
 //! - Durability: fjall writes its journal through a buffer in the process.
@@ -21,8 +30,8 @@
 //!   so that the journal stays in the process's buffer until it fills (a
 //!   crash of the process loses it).
 //!
-//! Everything else is fjall's default (leveled compaction, 4 KiB blocks,
-//! 7 levels, its L0 and level sizes).
+//! Everything else is fjall's default (4 KiB blocks, 7 levels, ×10 per
+//! level).
 //!
 //! Reads: a get is `Keyspace::get`; a seek is a new range iterator from the
 //! key (a fresh view, as a new iterator per seek in db_bench); scans iterate
@@ -59,7 +68,9 @@ pub(crate) fn version() -> String {
 /// The header's description of the run's options.
 pub(crate) fn describe(config: &Config) -> String {
     format!(
-        "fjall keyspace, leveled, bloom filter {} bits/key, memtable {:.1} MB, compression {}, {} worker threads, {}",
+        "fjall keyspace, leveled ({} MiB tables, L1 {} MiB), bloom filter {} bits/key, memtable {:.1} MB, 5 memtables (fjall's fixed), compression {}, {} worker threads, {}",
+        FILE_BYTES >> 20,
+        (FILE_BYTES * L0_TABLES) >> 20,
         config.bloom_bits,
         config.write_buffer_size as f64 / 1_048_576.0,
         config.compression.name(),
@@ -71,6 +82,14 @@ pub(crate) fn describe(config: &Config) -> String {
         }
     )
 }
+
+/// Bytes of a table (SST): with `L0_TABLES`, an L1 of spinney's base level
+/// size (fjall's L1 is the two multiplied).
+const FILE_BYTES: u64 = 16 << 20;
+
+/// Tables in L0 that start a compaction into L1 (fjall's default, and
+/// every engine's in the lab).
+const L0_TABLES: u64 = 4;
 
 /// The longest a flush waits for fjall's sealed memtables to be written.
 const FLUSH_WAIT_MAX: Duration = Duration::from_secs(600);
@@ -139,6 +158,11 @@ pub(crate) fn open(
                 .filter_policy(filter)
                 .data_block_compression_policy(CompressionPolicy::all(compression))
                 .max_memtable_size(write_buffer)
+                .compaction_strategy(std::sync::Arc::new(
+                    fjall::compaction::Leveled::default()
+                        .with_table_target_size(FILE_BYTES)
+                        .with_l0_threshold(L0_TABLES as u8),
+                ))
         };
         keyspaces.push(
             db.keyspace(&spec.name, options)

@@ -18,7 +18,12 @@
 //! - compression: none (LevelDB's default is snappy); `--compression_type`
 //!   lz4 or zstd is a usage error, as LevelDB 1.23 has only snappy;
 //! - `write_buffer_size`: `--write_buffer_size` bytes (LevelDB clips it to
-//!   64 KiB..1 GiB);
+//!   64 KiB..1 GiB); memtables: LevelDB always has two, the active one and
+//!   one being flushed, so `--max_write_buffer_number` other than 2 is a
+//!   usage error;
+//! - `max_file_size`: spinney's SST size (`CompactionOptions::leveled`'s
+//!   `target_file_size`, 8 MiB), the nearest LevelDB offers to spinney's
+//!   tree shape: its L1 of 10 MiB, ×10 per level, is compiled in;
 //! - background threads: none to set. LevelDB's default `Env` runs every
 //!   flush and compaction of the process on one background thread;
 //!   `--background_threads` does not change it;
@@ -33,8 +38,8 @@
 //!   `write` on the .log file per commit, no `fdatasync`).
 //!
 //! LevelDB's defaults kept, the ones that shape the figures: leveled
-//! compaction only, 7 levels, L1 of 10 MiB and ×10 per level, SSTs of
-//! 2 MiB (`max_file_size`), L0 compaction at 4 files, writes slowed at 8
+//! compaction only, 7 levels, L1 of 10 MiB and ×10 per level (compiled
+//! in), L0 compaction at 4 files, writes slowed at 8
 //! and stopped at 12 (compiled in), `max_open_files` 1000 (the table cache;
 //! index and filter blocks live there, outside the block cache), 4 KiB
 //! blocks, no checksum verification on reads, a flushed memtable placed up
@@ -117,6 +122,7 @@ mod ffi {
             policy: *mut leveldb_filterpolicy_t,
         );
         pub fn leveldb_options_set_write_buffer_size(options: *mut leveldb_options_t, s: usize);
+        pub fn leveldb_options_set_max_file_size(options: *mut leveldb_options_t, s: usize);
         pub fn leveldb_options_set_compression(options: *mut leveldb_options_t, t: c_int);
 
         pub fn leveldb_cache_create_lru(capacity: usize) -> *mut leveldb_cache_t;
@@ -323,6 +329,11 @@ pub(crate) fn version() -> String {
     format!("{major}.{minor}")
 }
 
+/// LevelDB's `max_file_size`: spinney's SST size.
+fn file_bytes() -> usize {
+    usize::try_from(spinney::CompactionOptions::leveled().target_file_size).unwrap_or(usize::MAX)
+}
+
 /// One line naming what the adapter sets for `config`.
 pub(crate) fn describe(config: &Config) -> String {
     let bloom = if config.bloom_bits == 0 {
@@ -346,9 +357,10 @@ pub(crate) fn describe(config: &Config) -> String {
         }
     };
     format!(
-        "leveled LSM, one key space (a one-byte prefix per table when there are several); LRU block cache {:.1} MB, {bloom}, {compression}, write_buffer_size {:.1} MB, one background thread (LevelDB's fixed), {durability}; LevelDB's defaults otherwise",
+        "leveled LSM, one key space (a one-byte prefix per table when there are several); LRU block cache {:.1} MB, {bloom}, {compression}, write_buffer_size {:.1} MB, 2 memtables (LevelDB's fixed), max_file_size {} MiB, one background thread (LevelDB's fixed), {durability}; LevelDB's defaults otherwise",
         config.cache_size as f64 / 1_048_576.0,
         config.write_buffer_size as f64 / 1_048_576.0,
+        file_bytes() >> 20,
     )
 }
 
@@ -392,6 +404,12 @@ impl LevelStore {
                 "--compression_type={}: LevelDB {} compresses only with snappy; run leveldb with --compression_type=none",
                 config.compression.name(),
                 version()
+            )));
+        }
+        if config.write_buffers != 2 {
+            return Err(BenchError::Config(format!(
+                "--max_write_buffer_number={}: LevelDB always has 2 memtables (the active one and one being flushed); run leveldb with --max_write_buffer_number=2",
+                config.write_buffers
             )));
         }
         if specs.len() > TABLES_MAX {
@@ -448,6 +466,7 @@ impl LevelStore {
                 ffi::leveldb_options_set_filter_policy(options.ptr(), filter.ptr());
             }
             ffi::leveldb_options_set_write_buffer_size(options.ptr(), config.write_buffer_size);
+            ffi::leveldb_options_set_max_file_size(options.ptr(), file_bytes());
             ffi::leveldb_options_set_compression(options.ptr(), ffi::NO_COMPRESSION);
         }
         let mut err = ptr::null_mut();

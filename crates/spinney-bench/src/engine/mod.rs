@@ -47,10 +47,17 @@ mod wiredtiger_store;
 /// An engine the lab can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Engine {
-    /// A spinney LSM table.
+    /// A spinney LSM table, its log written with `write()` as every peer's
+    /// is (`LogWrites::Write`): the like-for-like row.
     SpinneyLsm,
-    /// A spinney B-tree table.
+    /// A spinney B-tree table, its log written with `write()`.
     SpinneyBtree,
+    /// A spinney LSM table with spinney's own default log, appended
+    /// through a memory map (`LogWrites::Mapped`): no system call per
+    /// commit, a design choice the peers do not make.
+    SpinneyLsmMapped,
+    /// A spinney B-tree table with the mapped log.
+    SpinneyBtreeMapped,
     /// RocksDB through its C API (Debian's librocksdb-dev).
     Rocksdb,
     /// A WiredTiger row-store B-tree table (Debian's libwiredtiger-dev).
@@ -69,9 +76,11 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine, in the order tables list them.
-    pub const ALL: [Engine; 9] = [
+    pub const ALL: [Engine; 11] = [
         Engine::SpinneyLsm,
         Engine::SpinneyBtree,
+        Engine::SpinneyLsmMapped,
+        Engine::SpinneyBtreeMapped,
         Engine::Rocksdb,
         Engine::WiredtigerBtree,
         Engine::WiredtigerLsm,
@@ -86,6 +95,8 @@ impl Engine {
         match self {
             Engine::SpinneyLsm => "spinney-lsm",
             Engine::SpinneyBtree => "spinney-btree",
+            Engine::SpinneyLsmMapped => "spinney-lsm-mapped",
+            Engine::SpinneyBtreeMapped => "spinney-btree-mapped",
             Engine::Rocksdb => "rocksdb",
             Engine::WiredtigerBtree => "wiredtiger-btree",
             Engine::WiredtigerLsm => "wiredtiger-lsm",
@@ -106,7 +117,8 @@ impl Engine {
         Engine::ALL.map(Engine::name).join(", ")
     }
 
-    /// spinney's engine for a table kind.
+    /// spinney's engine for a table kind (the like-for-like one, its log
+    /// written with `write()`).
     pub fn spinney(kind: TableKind) -> Engine {
         match kind {
             TableKind::Lsm => Engine::SpinneyLsm,
@@ -114,29 +126,52 @@ impl Engine {
         }
     }
 
-    /// True for spinney's own two kinds.
+    /// True for spinney's own kinds, either log.
     pub fn is_spinney(self) -> bool {
-        matches!(self, Engine::SpinneyLsm | Engine::SpinneyBtree)
+        matches!(
+            self,
+            Engine::SpinneyLsm
+                | Engine::SpinneyBtree
+                | Engine::SpinneyLsmMapped
+                | Engine::SpinneyBtreeMapped
+        )
+    }
+
+    /// How a spinney engine writes its log (`None` for the peers).
+    pub fn log_writes(self) -> Option<spinney::LogWrites> {
+        match self {
+            Engine::SpinneyLsm | Engine::SpinneyBtree => Some(spinney::LogWrites::Write),
+            Engine::SpinneyLsmMapped | Engine::SpinneyBtreeMapped => {
+                Some(spinney::LogWrites::Mapped)
+            }
+            _ => None,
+        }
     }
 
     /// The structure the engine's data lives in.
     pub fn kind(self) -> TableKind {
         match self {
             Engine::SpinneyLsm
+            | Engine::SpinneyLsmMapped
             | Engine::Rocksdb
             | Engine::WiredtigerLsm
             | Engine::Leveldb
             | Engine::Fjall => TableKind::Lsm,
-            Engine::SpinneyBtree | Engine::WiredtigerBtree | Engine::Lmdb | Engine::Redb => {
-                TableKind::Btree
-            }
+            Engine::SpinneyBtree
+            | Engine::SpinneyBtreeMapped
+            | Engine::WiredtigerBtree
+            | Engine::Lmdb
+            | Engine::Redb => TableKind::Btree,
         }
     }
 
     /// The cargo feature that builds the engine in (none for spinney's).
     pub fn feature(self) -> Option<&'static str> {
         match self {
-            Engine::SpinneyLsm | Engine::SpinneyBtree => None,
+            Engine::SpinneyLsm
+            | Engine::SpinneyBtree
+            | Engine::SpinneyLsmMapped
+            | Engine::SpinneyBtreeMapped => None,
             Engine::Rocksdb => Some("rocksdb"),
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => Some("wiredtiger"),
             Engine::Leveldb => Some("leveldb"),
@@ -149,7 +184,10 @@ impl Engine {
     /// True when this build of the lab can run the engine.
     pub fn is_built(self) -> bool {
         match self {
-            Engine::SpinneyLsm | Engine::SpinneyBtree => true,
+            Engine::SpinneyLsm
+            | Engine::SpinneyBtree
+            | Engine::SpinneyLsmMapped
+            | Engine::SpinneyBtreeMapped => true,
             Engine::Rocksdb => cfg!(feature = "rocksdb"),
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => cfg!(feature = "wiredtiger"),
             Engine::Leveldb => cfg!(feature = "leveldb"),
@@ -163,16 +201,22 @@ impl Engine {
     /// shape and give a memtable size of their own (`TableSpec`'s
     /// `hold_shape` and `write_buffer_bytes`).
     pub(crate) fn holds_shape(self) -> bool {
-        matches!(self, Engine::SpinneyLsm | Engine::Rocksdb)
+        matches!(
+            self,
+            Engine::SpinneyLsm | Engine::SpinneyLsmMapped | Engine::Rocksdb
+        )
     }
 
     /// A file only this engine's databases hold, or one that marks a
     /// database of it: `destroy` deletes a directory only when it holds one.
     pub(crate) fn marker(self) -> &'static str {
         match self {
-            Engine::SpinneyLsm | Engine::SpinneyBtree | Engine::Rocksdb | Engine::Leveldb => {
-                "CURRENT"
-            }
+            Engine::SpinneyLsm
+            | Engine::SpinneyBtree
+            | Engine::SpinneyLsmMapped
+            | Engine::SpinneyBtreeMapped
+            | Engine::Rocksdb
+            | Engine::Leveldb => "CURRENT",
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => "WiredTiger",
             Engine::Lmdb => "data.mdb",
             Engine::Fjall => "fjall.lab",
@@ -229,6 +273,8 @@ pub enum EngineError {
         table: usize,
         key: Vec<u8>,
     },
+    /// The engine's background work did not finish (`bench::settle`).
+    Settle(String),
 }
 
 impl EngineError {
@@ -257,6 +303,7 @@ impl fmt::Display for EngineError {
                 "key \"{}\" of table {table} is there already, where a new key was to go",
                 key.escape_ascii()
             ),
+            EngineError::Settle(why) => write!(f, "background work did not finish: {why}"),
         }
     }
 }
@@ -265,7 +312,7 @@ impl std::error::Error for EngineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             EngineError::Spinney(e) => Some(e),
-            EngineError::Peer { .. } | EngineError::Present { .. } => None,
+            EngineError::Peer { .. } | EngineError::Present { .. } | EngineError::Settle(_) => None,
         }
     }
 }
@@ -362,6 +409,10 @@ pub(crate) struct ReadCounts {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct IoCounters {
     pub bytes_written: u64,
+    /// Of `bytes_written`, those copied into a memory map (spinney's mapped
+    /// log): no write call carried them, so the process's `wchar` misses
+    /// them.
+    pub bytes_mapped: u64,
     pub bytes_read: u64,
     pub read_requests: u64,
     pub write_requests: u64,
@@ -374,6 +425,7 @@ impl IoCounters {
         let io = db.stats().io;
         IoCounters {
             bytes_written: io.bytes_written,
+            bytes_mapped: io.bytes_mapped,
             bytes_read: io.bytes_read,
             read_requests: io.read_requests,
             write_requests: io.write_requests,
@@ -422,6 +474,23 @@ pub(crate) trait Store: Send + Sync {
     /// The engine's own I/O counters, if it keeps them.
     fn io_counters(&self) -> Option<IoCounters> {
         None
+    }
+
+    /// Waits until the engine's background work (flushes, compactions)
+    /// is done, where the engine can say when it is: true when it waited
+    /// so, false where it cannot tell (the lab then watches its files:
+    /// `bench::settle`).
+    fn wait_for_background(&self) -> EngineResult<bool> {
+        Ok(false)
+    }
+
+    /// False for an engine whose writes reach its files through a memory
+    /// map rather than write calls (LMDB with `MDB_WRITEMAP`), so that the
+    /// process's count of bytes passed to write calls misses them and its
+    /// w-amp is not measured. spinney's mapped log counts its own
+    /// (`IoCounters::bytes_mapped`).
+    fn write_calls_count_writes(&self) -> bool {
+        true
     }
 
     /// True when reads fill spinney's thread-local `ReadContext`.
@@ -640,7 +709,10 @@ pub(crate) fn open(
         }
     }
     match engine {
-        Engine::SpinneyLsm | Engine::SpinneyBtree => {
+        Engine::SpinneyLsm
+        | Engine::SpinneyBtree
+        | Engine::SpinneyLsmMapped
+        | Engine::SpinneyBtreeMapped => {
             spinney_store::SpinneyStore::open(engine, config, dir, tables)
                 .map(|s| Box::new(s) as Box<dyn Store>)
         }
@@ -670,7 +742,10 @@ pub(crate) fn open(
 /// Rust engines).
 pub(crate) fn version(engine: Engine) -> String {
     match engine {
-        Engine::SpinneyLsm | Engine::SpinneyBtree => env!("CARGO_PKG_VERSION").to_string(),
+        Engine::SpinneyLsm
+        | Engine::SpinneyBtree
+        | Engine::SpinneyLsmMapped
+        | Engine::SpinneyBtreeMapped => env!("CARGO_PKG_VERSION").to_string(),
         #[cfg(feature = "rocksdb")]
         Engine::Rocksdb => rocksdb_store::version(),
         #[cfg(feature = "wiredtiger")]

@@ -1,11 +1,13 @@
 // The RocksDB calls the lab needs beyond its C API (Debian's librocksdb-dev
 // 7.8.3), behind plain C functions that rocksdb_store.rs declares.
 //
-// One call so far: compacting every file of one level into the next, which
+// Two calls: compacting every file of one level into the next, which
 // db_bench's compact0 and compact1 do through DB::CompactFiles and which
 // c.h of 7.8 does not offer (its rocksdb_compact_range_cf always takes every
-// level). The lsm-shape scenario builds its shapes with it, and the db_bench
-// mode's compact0 and compact1 run it on RocksDB.
+// level), for the lsm-shape scenario and the db_bench mode's compact0 and
+// compact1; and Iterator::Refresh, which c.h of 7.8 lacks too, so that a
+// session keeps one iterator per table for its seeks, as spinney's keep a
+// cursor.
 //
 // Errors never cross the boundary as C++ exceptions: every function catches
 // them and reports them, as c.cc does, through `errptr` (a malloc()ed
@@ -32,22 +34,25 @@ static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
               "against the c.cc of any other version before building");
 
 // The C API's handles are structs defined in RocksDB's db/c.cc, opaque in
-// c.h. In 7.8.3 the two the shim reads are exactly these: one pointer to
+// c.h. In 7.8.3 the three the shim reads are exactly these: one pointer to
 // the C++ object, first and only member. Declaring the same layout here is
 // how a C API user reaches the C++ object; it is safe for the packaged
 // version because the layout was checked against its binary
-// (librocksdb.so.7.8.3: rocksdb_column_family_handle_destroy deletes the
-// `rep` it finds at offset 0 and frees an 8-byte struct, and
-// rocksdb_flush_cf passes the pointers found at offset 0 of both handles to
-// DB::Flush), and the static_assert above stops a build against another
-// version's headers. The shim only reads `rep`; the C API still owns and
-// destroys both handles.
+// (librocksdb.so.7.8.3: rocksdb_column_family_handle_destroy and
+// rocksdb_iter_destroy delete the `rep` they find at offset 0 and free an
+// 8-byte struct, and rocksdb_flush_cf passes the pointers found at offset 0
+// of the database and column family handles to DB::Flush), and the
+// static_assert above stops a build against another version's headers. The
+// shim only reads `rep`; the C API still owns and destroys the handles.
 extern "C" {
 struct rocksdb_t {
   rocksdb::DB* rep;
 };
 struct rocksdb_column_family_handle_t {
   rocksdb::ColumnFamilyHandle* rep;
+};
+struct rocksdb_iterator_t {
+  rocksdb::Iterator* rep;
 };
 }
 
@@ -150,5 +155,26 @@ extern "C" int spinney_rocksdb_compact_level(rocksdb_t* db,
   } catch (...) {
     save_error(errptr, "compact level: an unknown C++ exception");
     return kFailed;
+  }
+}
+
+// Refreshes the iterator `it` to the database's current state
+// (Iterator::Refresh; its position is lost, so the caller seeks next): 0,
+// or -1 with a message in `errptr`.
+extern "C" int spinney_rocksdb_iter_refresh(rocksdb_iterator_t* it,
+                                            char** errptr) {
+  try {
+    const rocksdb::Status s = it->rep->Refresh();
+    if (s.ok()) {
+      return 0;
+    }
+    save_error(errptr, "Iterator::Refresh: " + s.ToString());
+    return -1;
+  } catch (const std::exception& e) {
+    save_error(errptr, std::string("Iterator::Refresh: ") + e.what());
+    return -1;
+  } catch (...) {
+    save_error(errptr, "Iterator::Refresh: an unknown C++ exception");
+    return -1;
   }
 }

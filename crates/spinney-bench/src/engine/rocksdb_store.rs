@@ -215,6 +215,15 @@ mod ffi {
             options: *mut rocksdb_options_t,
             v: u8,
         );
+        pub fn rocksdb_options_set_max_bytes_for_level_base(
+            options: *mut rocksdb_options_t,
+            n: u64,
+        );
+        pub fn rocksdb_options_set_target_file_size_base(options: *mut rocksdb_options_t, n: u64);
+        pub fn rocksdb_options_set_max_write_buffer_number(
+            options: *mut rocksdb_options_t,
+            n: c_int,
+        );
         pub fn rocksdb_options_set_block_based_table_factory(
             options: *mut rocksdb_options_t,
             table_options: *mut rocksdb_block_based_table_options_t,
@@ -392,6 +401,14 @@ mod ffi {
             level: c_int,
             errptr: *mut *mut c_char,
         ) -> c_int;
+
+        /// `Iterator::Refresh`: the iterator moves to the database as it is
+        /// now (its position is lost; seek again). 0, or -1 with a message
+        /// in `errptr`.
+        pub fn spinney_rocksdb_iter_refresh(
+            iter: *mut rocksdb_iterator_t,
+            errptr: *mut *mut c_char,
+        ) -> c_int;
     }
 }
 
@@ -533,6 +550,21 @@ struct Settings {
     /// And for compactions (the LOW pool).
     compaction_threads: c_int,
     durability: Durability,
+    /// `max_write_buffer_number`: memtables per column family.
+    write_buffers: c_int,
+    /// The tree's shape, as spinney's leveled tables have it.
+    shape: Shape,
+}
+
+/// A leveled tree's shape in RocksDB's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    /// `level_compaction_dynamic_level_bytes`.
+    dynamic_level_bytes: bool,
+    /// `max_bytes_for_level_base`.
+    level_base_bytes: u64,
+    /// `target_file_size_base`.
+    target_file_size: u64,
 }
 
 impl Settings {
@@ -553,6 +585,15 @@ impl Settings {
             flush_threads,
             compaction_threads,
             durability: config.durability,
+            write_buffers: c_int::try_from(config.write_buffers).unwrap_or(c_int::MAX),
+            shape: {
+                let leveled = spinney::CompactionOptions::leveled();
+                Shape {
+                    dynamic_level_bytes: leveled.dynamic_level_bytes,
+                    level_base_bytes: leveled.level_base_bytes,
+                    target_file_size: leveled.target_file_size,
+                }
+            },
         }
     }
 
@@ -621,10 +662,14 @@ pub(crate) fn describe(config: &Config) -> String {
         format!("full bloom filter {} bits/key", s.bloom_bits)
     };
     format!(
-        "leveled LSM, a column family per table; LRU block cache {:.1} MB, {bloom}, compression {}, write_buffer_size {:.1} MB, max_background_jobs {} ({} flush + {} compaction threads), {}; RocksDB's defaults otherwise",
+        "leveled LSM, a column family per table; LRU block cache {:.1} MB, {bloom}, compression {}, write_buffer_size {:.1} MB, max_write_buffer_number {}, level_compaction_dynamic_level_bytes {}, max_bytes_for_level_base {} MiB, target_file_size_base {} MiB, max_background_jobs {} ({} flush + {} compaction threads), {}; RocksDB's defaults otherwise",
         s.cache_bytes as f64 / 1_048_576.0,
         s.compression.name(),
         s.write_buffer_bytes as f64 / 1_048_576.0,
+        s.write_buffers,
+        s.shape.dynamic_level_bytes,
+        s.shape.level_base_bytes >> 20,
+        s.shape.target_file_size >> 20,
         s.background_jobs,
         s.flush_threads,
         s.compaction_threads,
@@ -1060,6 +1105,24 @@ fn family_options_of(
         ffi::rocksdb_options_set_block_based_table_factory(options.ptr(), table.ptr());
         ffi::rocksdb_options_set_write_buffer_size(options.ptr(), family.write_buffer_bytes);
         ffi::rocksdb_options_set_compression(options.ptr(), s.compression_type());
+        ffi::rocksdb_options_set_max_write_buffer_number(options.ptr(), s.write_buffers);
+    }
+    if !family.hold_shape {
+        // The tree's shape is spinney's (`--level_base_bytes` and the
+        // others: RocksDB's names), not 7.8's defaults for far larger
+        // databases (a 256 MiB L1, 64 MiB files, static levels).
+        // SAFETY: `options` is live; the setters take plain values.
+        unsafe {
+            ffi::rocksdb_options_set_level_compaction_dynamic_level_bytes(
+                options.ptr(),
+                u8::from(s.shape.dynamic_level_bytes),
+            );
+            ffi::rocksdb_options_set_max_bytes_for_level_base(
+                options.ptr(),
+                s.shape.level_base_bytes,
+            );
+            ffi::rocksdb_options_set_target_file_size_base(options.ptr(), s.shape.target_file_size);
+        }
     }
     if family.hold_shape {
         // SAFETY: `options` is live; the setters take plain values.
@@ -1134,7 +1197,13 @@ impl Store for RocksStore {
             batch,
             read_options,
             counting: None,
+            iterators: Vec::new(),
         }))
+    }
+
+    fn wait_for_background(&self) -> EngineResult<bool> {
+        self.wait_for_compaction()?;
+        Ok(true)
     }
 
     fn operation(&self, op: Benchmark) -> EngineResult<bool> {
@@ -1223,6 +1292,10 @@ struct RocksSession<'a> {
     read_options: ReadOptions,
     /// While counting reads: the thread's perf context and what was read.
     counting: Option<Counting>,
+    /// An iterator per table for seeks, kept and refreshed before each
+    /// (`Iterator::Refresh`), as spinney's sessions keep a cursor and
+    /// WiredTiger's and LMDB's theirs; made at the table's first seek.
+    iterators: Vec<Option<Iter<'a>>>,
 }
 
 /// A session's read counting: its thread's perf context, and the reads
@@ -1284,9 +1357,11 @@ impl Drop for RocksSession<'_> {
     }
 }
 
-impl RocksSession<'_> {
-    /// A new iterator over table `index` (a view as of now).
-    fn iterator(&self, index: usize) -> EngineResult<Iter<'_>> {
+impl<'a> RocksSession<'a> {
+    /// A new iterator over table `index` (a view as of now). It copies the
+    /// read options, so it may outlive the session's; it lives no longer
+    /// than the store.
+    fn iterator(&self, index: usize) -> EngineResult<Iter<'a>> {
         let family = self.store.family(index)?;
         // SAFETY: the database, read options and handle are live; the
         // iterator is destroyed before the session, so before the store.
@@ -1408,7 +1483,17 @@ impl Session for RocksSession<'_> {
         if let Some(c) = &mut self.counting {
             c.seeks += 1;
         }
-        let mut iter = self.iterator(table)?;
+        if self.iterators.len() <= table {
+            self.iterators.resize_with(table + 1, || None);
+        }
+        let iter = match self.iterators[table].take() {
+            Some(mut kept) => {
+                kept.refresh()?;
+                kept
+            }
+            None => self.iterator(table)?,
+        };
+        let iter = self.iterators[table].insert(iter);
         iter.seek(key);
         let mut seek = Seek {
             found: iter.entry().is_some_and(|(k, _)| k == key),
@@ -1561,6 +1646,18 @@ impl Iter<'_> {
     }
 
     /// The iterator's error, if reading failed, as an error of `what`.
+    /// Moves the iterator to the database as it is now.
+    fn refresh(&mut self) -> EngineResult<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: the iterator is live; `err` is a place for the result.
+        let rc = unsafe { ffi::spinney_rocksdb_iter_refresh(self.ptr.as_ptr(), &mut err) };
+        check(err, "refresh an iterator")?;
+        if rc != 0 {
+            return Err(peer("refresh an iterator: failed without a message".into()));
+        }
+        Ok(())
+    }
+
     fn status(&self, what: &str) -> EngineResult<()> {
         let mut err = ptr::null_mut();
         // SAFETY: the iterator is live; `err` is a place for the result.

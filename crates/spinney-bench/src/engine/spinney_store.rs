@@ -181,6 +181,11 @@ impl Store for SpinneyStore {
         Some(IoCounters::of(&self.db))
     }
 
+    fn wait_for_background(&self) -> EngineResult<bool> {
+        self.db.wait_for_compaction()?;
+        Ok(true)
+    }
+
     fn counts_reads(&self) -> bool {
         true
     }

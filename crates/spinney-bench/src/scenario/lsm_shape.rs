@@ -225,8 +225,12 @@ impl Query {
 /// Why the scenario cannot run on `engine`; `None` when it can.
 fn refusal(engine: Engine) -> Option<String> {
     let why = match engine {
-        Engine::SpinneyLsm | Engine::Rocksdb => return None,
-        Engine::SpinneyBtree | Engine::WiredtigerBtree | Engine::Lmdb | Engine::Redb => {
+        Engine::SpinneyLsm | Engine::SpinneyLsmMapped | Engine::Rocksdb => return None,
+        Engine::SpinneyBtree
+        | Engine::SpinneyBtreeMapped
+        | Engine::WiredtigerBtree
+        | Engine::Lmdb
+        | Engine::Redb => {
             "it is a B-tree: there is no memtable, L0 or level to hold in a shape"
         }
         Engine::WiredtigerLsm => {
@@ -1212,15 +1216,19 @@ mod tests {
     #[test]
     fn only_spinney_lsm_and_rocksdb_are_taken_and_the_rest_say_why() {
         // Goal: every other engine is refused as a usage error that names
-        // it and gives a reason; spinney's LSM always passes, RocksDB when
-        // built.
+        // it and gives a reason; spinney's LSM always passes (with either
+        // log), RocksDB when built.
         assert!(check_engines(&[Engine::SpinneyLsm]).is_ok());
+        assert!(check_engines(&[Engine::SpinneyLsmMapped]).is_ok());
         assert_eq!(
             check_engines(&[Engine::Rocksdb]).is_ok(),
             Engine::Rocksdb.is_built()
         );
         for engine in Engine::ALL {
-            if matches!(engine, Engine::SpinneyLsm | Engine::Rocksdb) {
+            if matches!(
+                engine,
+                Engine::SpinneyLsm | Engine::SpinneyLsmMapped | Engine::Rocksdb
+            ) {
                 continue;
             }
             let Err(BenchError::Config(why)) = check_engines(&[Engine::SpinneyLsm, engine]) else {

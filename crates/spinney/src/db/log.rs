@@ -119,9 +119,11 @@ impl Wal {
 pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
     wal.finish()?;
     let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
-    let file = db
-        .fs
-        .create_log(&db.path(&wal_name(number)), db.options.wal_segment_size)?;
+    let file = db.fs.create_log(
+        &db.path(&wal_name(number)),
+        db.options.wal_segment_size,
+        db.options.log_writes,
+    )?;
     db.fs.sync_dir(&db.dir)?;
     let old = wal.writer.replace(LogWriter::new(file));
     drop(old);

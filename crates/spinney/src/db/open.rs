@@ -688,8 +688,11 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     .edit()
     .encode();
     // The new segment first: a manifest names only a segment that exists.
-    let wal_writer =
-        LogWriter::new(fs.create_log(&dir.join(wal_name(wal_number)), options.wal_segment_size)?);
+    let wal_writer = LogWriter::new(fs.create_log(
+        &dir.join(wal_name(wal_number)),
+        options.wal_segment_size,
+        options.log_writes,
+    )?);
     fs.sync_dir(dir)?;
     let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
 

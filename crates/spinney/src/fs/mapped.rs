@@ -318,7 +318,7 @@ impl WritableFile for MappedLog {
             rest = later;
         }
         self.release_behind();
-        self.stats.record_write(data.len());
+        self.stats.record_mapped_write(data.len());
         Ok(())
     }
 

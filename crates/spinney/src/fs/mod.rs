@@ -53,11 +53,17 @@ pub trait Fs: Send + Sync + fmt::Debug {
     /// Creates `path`, truncating it if it exists, for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Creates a log segment expected to grow to about `size` bytes: as
-    /// `create`, for a file that takes many small appends, each flushed.
-    /// The file may be longer than what was appended (zeros after it) until
-    /// `WritableFile::finish`.
-    fn create_log(&self, path: &Path, size: u64) -> Result<Box<dyn WritableFile>> {
-        let _ = size;
+    /// `create`, for a file that takes many small appends, each flushed,
+    /// whose appends reach the operating system the way `writes` asks where
+    /// the file system can do it (`LogWrites`). The file may be longer than
+    /// what was appended (zeros after it) until `WritableFile::finish`.
+    fn create_log(
+        &self,
+        path: &Path,
+        size: u64,
+        writes: LogWrites,
+    ) -> Result<Box<dyn WritableFile>> {
+        let _ = (size, writes);
         self.create(path)
     }
     /// Opens an existing file for positional reads.
@@ -102,6 +108,44 @@ pub trait Fs: Send + Sync + fmt::Debug {
             )
         })?;
         file.read_at(0, len)
+    }
+}
+
+/// How the log's appends reach the operating system (`Options::log_writes`).
+/// The promise is the same either way: a commit handed to the OS survives a
+/// crash of the process, and a sync makes it survive the machine's. What
+/// differs is the work per commit.
+///
+/// ```
+/// # fn main() -> spinney::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// // A log written with write(), as LevelDB's and RocksDB's are.
+/// let db = spinney::Db::open(dir.path(), spinney::Options {
+///     log_writes: spinney::LogWrites::Write,
+///     ..spinney::Options::default()
+/// })?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogWrites {
+    /// Copied into a shared memory map of the segment, whose blocks are
+    /// reserved ahead with `fallocate` (`fs/mapped.rs`): a commit makes no
+    /// system call. Linux only; elsewhere, and on a file system that cannot
+    /// reserve space or map the file, the log is written as with `Write`.
+    #[default]
+    Mapped,
+    /// Gathered in a buffer and passed to `write()` when a commit group is
+    /// handed to the OS: one system call per commit group.
+    Write,
+}
+
+impl LogWrites {
+    /// The name used in options and the lab's flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogWrites::Mapped => "mapped",
+            LogWrites::Write => "write",
+        }
     }
 }
 
@@ -255,6 +299,7 @@ pub struct IoStats {
     bytes_read: AtomicU64,
     read_requests: AtomicU64,
     bytes_written: AtomicU64,
+    bytes_mapped: AtomicU64,
     write_requests: AtomicU64,
     syncs: AtomicU64,
 }
@@ -280,8 +325,13 @@ pub struct IoStatsSnapshot {
     pub bytes_read: u64,
     /// Positional reads issued.
     pub read_requests: u64,
-    /// Bytes handed to the operating system by appends.
+    /// Bytes handed to the operating system by appends, mapped ones
+    /// included.
     pub bytes_written: u64,
+    /// Of `bytes_written`, those copied into a memory map rather than
+    /// passed to a write call (`LogWrites::Mapped`): a process's own count
+    /// of bytes written (`wchar` in Linux's `/proc/PID/io`) leaves them out.
+    pub bytes_mapped: u64,
     /// Write calls issued to the operating system.
     pub write_requests: u64,
     /// File and directory syncs.
@@ -298,6 +348,14 @@ impl IoStats {
         self.bytes_written
             .fetch_add(bytes as u64, Ordering::Relaxed);
         self.write_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bytes copied into a memory map: written, but by no write call.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn record_mapped_write(&self, bytes: usize) {
+        self.bytes_written
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.bytes_mapped.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn record_sync(&self) {
@@ -319,6 +377,7 @@ impl IoStats {
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
             read_requests: self.read_requests.load(Ordering::Relaxed),
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            bytes_mapped: self.bytes_mapped.load(Ordering::Relaxed),
             write_requests: self.write_requests.load(Ordering::Relaxed),
             syncs: self.syncs.load(Ordering::Relaxed),
         }

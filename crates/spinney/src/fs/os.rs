@@ -14,7 +14,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, Fs, IoStats, PagedFile, RandomAccessFile, WritableFile, WRITEBACK_BYTES};
+use super::{
+    FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile, WRITEBACK_BYTES,
+};
 use crate::error::{Error, Result};
 
 /// Appends smaller than this are gathered before a `write` system call.
@@ -60,10 +62,18 @@ impl Fs for OsFs {
         Ok(Box::new(OsWritableFile::new(file, path, &self.stats)))
     }
 
-    /// On Linux a memory-mapped segment (`fs/mapped.rs`), unless the file
-    /// system cannot reserve space or map the file; then the buffered
-    /// writer.
-    fn create_log(&self, path: &Path, size: u64) -> Result<Box<dyn WritableFile>> {
+    /// With `LogWrites::Mapped` on Linux a memory-mapped segment
+    /// (`fs/mapped.rs`), unless the file system cannot reserve space or map
+    /// the file; otherwise the buffered writer.
+    fn create_log(
+        &self,
+        path: &Path,
+        size: u64,
+        writes: LogWrites,
+    ) -> Result<Box<dyn WritableFile>> {
+        if writes == LogWrites::Write {
+            return self.create(path);
+        }
         #[cfg(target_os = "linux")]
         {
             let file = create_file(path)?;
