@@ -52,9 +52,11 @@ cp target/release/spinney-bench "$lab"
 
 # Both sides draw a new seed per process (--seed=0) and a stream per
 # benchmark, write one entry per commit in one thread, and make the same
-# keys (16 decimal digits) and values (100 bytes that compress to half).
+# keys (16 decimal digits) and values (100 bytes that compress to half);
+# the lab goes from one benchmark to the next at once (--settle=0), as the
+# C programs and db_bench do.
 lab_common=(--benchmarks=fillrandom,overwrite,readrandom --num="$num" --key_size=16
-    --value_size=100 --batch_size=1 --threads=1 --seed=0 --progress=0)
+    --value_size=100 --batch_size=1 --threads=1 --seed=0 --progress=0 --settle=0)
 # LevelDB: every option the lab's leveldb engine sets, in both programs'
 # flags: the cache, bloom bits, compression and write buffer.
 leveldb_options=(--cache_size=67108864 --bloom_bits=10 --write_buffer_size=8388608)

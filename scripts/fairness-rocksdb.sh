@@ -16,24 +16,28 @@ cargo build --release --locked -p spinney-bench --features rocksdb >&2
 lab=target/release/spinney-bench
 
 # Every option the lab's rocksdb engine sets, in db_bench's flags: the
-# cache, bloom bits, compression, write buffer and background jobs. db_bench
+# cache, bloom bits, compression, write buffers, the tree's shape (spinney's:
+# dynamic levels, a 64 MiB base level, 8 MiB files) and background jobs. db_bench
 # pipelines WAL and memtable writes by default and the adapter does not
 # (it keeps RocksDB's library default), so that is turned off here. Both
 # draw a new seed per process (--seed=0) and a stream per benchmark, and
 # make the same keys (the lab's --key_format=binary is db_bench's layout).
 common=(--benchmarks=fillrandom,overwrite,readrandom --num="$num" --key_size=16
     --value_size=100 --cache_size=67108864 --bloom_bits=10
-    --compression_type=none --write_buffer_size=8388608 --threads=1 --seed=0)
+    --compression_type=none --write_buffer_size=8388608 --max_write_buffer_number=2
+    --threads=1 --seed=0)
 
 run_db_bench() {
     echo "-- db_bench (round $1)"
     db_bench "${common[@]}" --max_background_jobs=2 --enable_pipelined_write=false \
+        --level_compaction_dynamic_level_bytes=true --max_bytes_for_level_base=67108864 \
+        --target_file_size_base=8388608 \
         --db="$2/db_bench" 2>/dev/null | grep -E '^(fillrandom|overwrite|readrandom) '
 }
 
 run_lab() {
     echo "-- spinney-bench --engine=rocksdb (round $1)"
-    "$lab" "${common[@]}" --engine=rocksdb --key_format=binary --background_threads=2 --progress=0 \
+    "$lab" "${common[@]}" --engine=rocksdb --key_format=binary --background_threads=2 --progress=0 --settle=0 \
         --db="$2/lab" 2>/dev/null | grep -E '^(fillrandom|overwrite|readrandom) '
 }
 

@@ -86,6 +86,52 @@ fn collect(dir: &Path, files: &mut Vec<(PathBuf, u64, u64)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Session;
+    use crate::Benchmark;
+
+    /// A store with no signal of its own, whose "background work" is a
+    /// thread appending to a file in its directory.
+    struct Quiet;
+
+    impl Store for Quiet {
+        fn session(&self) -> EngineResult<Box<dyn Session + '_>> {
+            Err(EngineError::Settle("no sessions here".into()))
+        }
+        fn operation(&self, _: Benchmark) -> EngineResult<bool> {
+            Ok(false)
+        }
+        fn printout(&self, _: Benchmark) -> EngineResult<Option<String>> {
+            Ok(None)
+        }
+        fn close(self: Box<Self>) -> EngineResult<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn settle_waits_for_the_files_to_stop_changing_and_times_until_the_last_change() {
+        // Goal: with no signal from the engine, the settle lasts until its
+        // files stop changing, and the time it reports ends at the last
+        // change, not a second later. Method: a thread appends to a file
+        // every 10 ms for 400 ms while the settle runs.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("growing");
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&path).expect("create");
+            for _ in 0..40 {
+                file.write_all(&[7u8; 4096]).expect("write");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let started = Instant::now();
+        let took = settle(&Quiet, dir.path()).expect("settle");
+        let waited = started.elapsed();
+        writer.join().expect("writer");
+        assert!(took >= Duration::from_millis(300), "settled after {took:?}");
+        assert!(took < Duration::from_millis(900), "settled after {took:?}");
+        assert!(waited >= took + STILL, "returned after {waited:?}");
+    }
 
     #[test]
     fn a_changed_file_is_seen_and_a_still_directory_is_not() {

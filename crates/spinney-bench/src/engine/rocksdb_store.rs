@@ -38,14 +38,21 @@
 //!   write returns: `log::Writer::AddRecord` ends with a `Flush()` of the
 //!   WAL's `WritableFileWriter` (a `write()` system call) unless
 //!   `manual_wal_flush` is set, and it is not (db/log_writer.cc; checked
-//!   with strace: one `write` on the WAL per commit, no `fdatasync`).
+//!   with strace: one `write` on the WAL per commit, no `fdatasync`);
+//! - `max_write_buffer_number`: `--max_write_buffer_number` (2 in the lab,
+//!   RocksDB's default; spinney's tables are held to the same count);
+//! - the tree's shape, spinney's leveled one (`CompactionOptions::leveled`):
+//!   `level_compaction_dynamic_level_bytes` on, a 64 MiB base level
+//!   (`max_bytes_for_level_base`), 8 MiB SSTs (`target_file_size_base`),
+//!   rather than 7.8's defaults for far larger databases (a static 256 MiB
+//!   L1 and 64 MiB SSTs);
+//! - seeks: each session keeps an iterator per table and refreshes it
+//!   before each seek (`Iterator::Refresh`, through the shim: 7.8's C API
+//!   lacks it), as spinney's sessions keep a cursor.
 //!
 //! RocksDB's defaults kept, the ones that shape the figures: leveled
-//! compaction (`kMinOverlappingRatio`), 7 levels, L1 of 256 MiB
-//! (`max_bytes_for_level_base`) and ×10 per level with
-//! `level_compaction_dynamic_level_bytes` off, SSTs of 64 MiB
-//! (`target_file_size_base`), L0 compaction at 4 files, slowdown at 20 and
-//! stop at 36, 2 memtables (`max_write_buffer_number`), `max_open_files`
+//! compaction (`kMinOverlappingRatio`), 7 levels, ×10 per level, L0
+//! compaction at 4 files, slowdown at 20 and stop at 36, `max_open_files`
 //! -1 (every SST open, so index and filter blocks stay in table readers'
 //! memory, outside the block cache: `cache_index_and_filter_blocks` is
 //! false), 4 KiB blocks, `format_version` 5, `verify_checksums` on reads,
