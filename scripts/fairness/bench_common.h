@@ -323,4 +323,43 @@ static void parse_benchmarks(struct flags *f, const char *list) {
     }
 }
 
+/* The flags before any is read: 1,000,000 entries, a new seed, the three
+ * benchmarks in db_bench's order. */
+static struct flags default_flags(void) {
+    struct flags f = {1000000, 0, NULL, {"fillrandom", "overwrite", "readrandom"}, 3};
+    return f;
+}
+
+/* Takes `arg` into `f` if it is one of the flags both programs have
+ * (--num, --seed, --db, --benchmarks): 1 if it was, 0 if not. */
+static int common_flag(struct flags *f, const char *arg) {
+    const char *v;
+    if ((v = flag_value(arg, "num")) != NULL) {
+        f->num = parse_u64("num", v);
+    } else if ((v = flag_value(arg, "seed")) != NULL) {
+        f->seed = parse_u64("seed", v);
+    } else if ((v = flag_value(arg, "db")) != NULL) {
+        f->db = v;
+    } else if ((v = flag_value(arg, "benchmarks")) != NULL) {
+        parse_benchmarks(f, v);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* Exits unless the common flags make a run: a directory, and a number of
+ * entries that 16 decimal digits hold (below 10^16). */
+static void check_common_flags(const struct flags *f) {
+    if (f->db == NULL || *f->db == '\0') {
+        die("--db=DIR is required");
+    }
+    if (f->num == 0) {
+        die("--num must be at least 1");
+    }
+    if (f->num > UINT64_C(10000000000000000)) {
+        die("--num=%llu does not fit in 16-digit keys", (unsigned long long)f->num);
+    }
+}
+
 #endif

@@ -116,21 +116,15 @@ static struct result read_random(leveldb_t *db, const leveldb_readoptions_t *opt
 
 int main(int argc, char **argv) {
     program_name = "leveldb_bench";
-    struct flags f = {1000000, 0, NULL, {"fillrandom", "overwrite", "readrandom"}, 3};
+    struct flags f = default_flags();
     uint64_t cache_size = 67108864;
     uint64_t bloom_bits = 10;
     uint64_t write_buffer_size = 8388608;
     uint64_t max_file_size = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if ((v = flag_value(argv[i], "num")) != NULL) {
-            f.num = parse_u64("num", v);
-        } else if ((v = flag_value(argv[i], "seed")) != NULL) {
-            f.seed = parse_u64("seed", v);
-        } else if ((v = flag_value(argv[i], "db")) != NULL) {
-            f.db = v;
-        } else if ((v = flag_value(argv[i], "benchmarks")) != NULL) {
-            parse_benchmarks(&f, v);
+        if (common_flag(&f, argv[i])) {
+            continue;
         } else if ((v = flag_value(argv[i], "cache_size")) != NULL) {
             cache_size = parse_u64("cache_size", v);
         } else if ((v = flag_value(argv[i], "bloom_bits")) != NULL) {
@@ -146,16 +140,7 @@ int main(int argc, char **argv) {
                 argv[i]);
         }
     }
-    if (f.db == NULL || *f.db == '\0') {
-        die("--db=DIR is required");
-    }
-    if (f.num == 0) {
-        die("--num must be at least 1");
-    }
-    /* 16 decimal digits hold numbers below 10^16. */
-    if (f.num > UINT64_C(10000000000000000)) {
-        die("--num=%llu does not fit in 16-digit keys", (unsigned long long)f.num);
-    }
+    check_common_flags(&f);
     if (bloom_bits > 1000) {
         die("--bloom_bits=%llu is beyond any use", (unsigned long long)bloom_bits);
     }

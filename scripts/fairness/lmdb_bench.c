@@ -151,19 +151,13 @@ static struct result read_random(MDB_txn *txn, MDB_dbi dbi, uint64_t seed, uint6
 
 int main(int argc, char **argv) {
     program_name = "lmdb_bench";
-    struct flags f = {1000000, 0, NULL, {"fillrandom", "overwrite", "readrandom"}, 3};
+    struct flags f = default_flags();
     int writemap = 1;
     int nordahead = 1;
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if ((v = flag_value(argv[i], "num")) != NULL) {
-            f.num = parse_u64("num", v);
-        } else if ((v = flag_value(argv[i], "seed")) != NULL) {
-            f.seed = parse_u64("seed", v);
-        } else if ((v = flag_value(argv[i], "db")) != NULL) {
-            f.db = v;
-        } else if ((v = flag_value(argv[i], "benchmarks")) != NULL) {
-            parse_benchmarks(&f, v);
+        if (common_flag(&f, argv[i])) {
+            continue;
         } else if ((v = flag_value(argv[i], "writemap")) != NULL) {
             writemap = parse_u64("writemap", v) != 0;
         } else if ((v = flag_value(argv[i], "nordahead")) != NULL) {
@@ -174,16 +168,7 @@ int main(int argc, char **argv) {
                 argv[i]);
         }
     }
-    if (f.db == NULL || *f.db == '\0') {
-        die("--db=DIR is required");
-    }
-    if (f.num == 0) {
-        die("--num must be at least 1");
-    }
-    /* 16 decimal digits hold numbers below 10^16. */
-    if (f.num > UINT64_C(10000000000000000)) {
-        die("--num=%llu does not fit in 16-digit keys", (unsigned long long)f.num);
-    }
+    check_common_flags(&f);
     uint64_t seed = resolve_seed(f.seed);
     unsigned int flags = MDB_NOTLS | MDB_NOSYNC;
     if (writemap) {
