@@ -25,6 +25,9 @@ fn tiny(kind: TableKind, db: &Path, benchmarks: &[Benchmark]) -> Config {
         write_buffer_size: 64 << 10,
         db: Some(db.to_path_buf()),
         progress: false,
+        // Go on at once after writes, as db_bench does (the comparison
+        // tests check the settle).
+        settle: false,
         ..Config::default()
     }
 }

@@ -25,6 +25,9 @@ fn tiny(engines: &[Engine], benchmarks: &[Benchmark], rounds: usize) -> Config {
         compare: engines.to_vec(),
         rounds,
         progress: false,
+        // A settle lasts at least a second per write benchmark and engine;
+        // the test of the rounds' order settles, the others go on at once.
+        settle: false,
         ..Config::default()
     }
 }
@@ -122,6 +125,7 @@ fn rounds_alternate_and_share_a_seed_per_round() {
     let config = Config {
         report: Some(dir.path().join("c.csv")),
         plot: Some(dir.path().join("c.svg")),
+        settle: true,
         ..tiny(
             &[Engine::SpinneyLsm, Engine::SpinneyBtree],
             &[Benchmark::FillRandom, Benchmark::ReadRandom],
@@ -130,6 +134,20 @@ fn rounds_alternate_and_share_a_seed_per_round() {
     };
     let (c, out) = run(&config);
     assert_eq!(c.seeds.len(), 2);
+    // The fill settled in every round, and the table says how long it took
+    // and how large the database was then; a read does not settle.
+    for engine in [Engine::SpinneyLsm, Engine::SpinneyBtree] {
+        for f in &c.row(Benchmark::FillRandom, engine).expect("row").rounds {
+            assert!(f.settled && f.settled_size_bytes > 0, "{engine}: {f:?}");
+        }
+        for f in &c.row(Benchmark::ReadRandom, engine).expect("row").rounds {
+            assert!(!f.settled, "{engine}: {f:?}");
+        }
+    }
+    assert!(
+        out.contains("settle s") && out.contains("settled MB"),
+        "{out}"
+    );
     assert_ne!(c.seeds[0], c.seeds[1]);
     let order: Vec<&str> = out
         .lines()
