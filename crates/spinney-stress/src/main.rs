@@ -10,30 +10,38 @@
 //! database itself, and checks every key of both tables against the
 //! expected-state file.
 //!
-//! The expected state is one slot per key, `acked u32 | pending u32`: the
-//! version of the key whose content the database holds as of the last
-//! acknowledged commit, and the version a commit in flight is writing (0:
-//! none). The child marks a key pending before it commits and moves the
-//! mark to acked once the commit returns, each with one `pwrite` of the
-//! slot; a killed process does not lose what it wrote to the page cache.
-//! Version `v` of key `k` is a delete when `is_delete(k, v)`, else a put of
-//! `value(k, v)`; version 0 is never written. One batch in eight is a range
-//! delete of up to 16 consecutive keys instead: each of them moves to its
-//! next version that is a delete.
+//! The expected state is a header, `acked batch u64 | 0 u64`, and one slot
+//! per key, `acked u32 | pending u32 | batch u64`: the version of the key
+//! whose content the database holds as of the last acknowledged commit,
+//! the version a commit in flight is writing (0: none), and the number of
+//! that commit (its batch). Batches are numbered from 1 across all rounds.
+//! The child marks each key of a batch pending before it commits; once the
+//! commit returns it writes the batch's number to the header (the batch is
+//! acknowledged), then moves each key's mark to acked. Each step is one
+//! `pwrite`; a killed process does not lose what it wrote to the page
+//! cache. Version `v` of key `k` is a delete when `is_delete(k, v)`, else a
+//! put of `value(k, v)`; version 0 is never written. One batch in eight is
+//! a range delete of up to 16 consecutive keys instead: each of them moves
+//! to its next version that is a delete.
 //!
-//! What a reopen must show, for every key, in both tables alike (they are
-//! always written by the same batches):
-//! - `--durability full` or `normal` (a killed process loses nothing
-//!   acknowledged): the content of version `acked` or of `pending`;
-//! - `--durability off` (a killed process may lose the commits still in
-//!   spinney's buffer): the content of some version up to those, never a
-//!   value that was not written.
+//! What a reopen must show, in both tables alike (they are always written
+//! by the same batches), in every durability mode (a killed process loses
+//! nothing acknowledged: under `Off` because spinney's log is appended
+//! through a shared memory map, `LogWrites::Mapped`, the default this tool
+//! runs, so a commit is in the page cache when it returns):
+//! - a key with no pending mark: the content of version `acked`;
+//! - a key whose pending batch is acknowledged (the header's number is at
+//!   least the batch's): the content of version `pending`;
+//! - the keys of the one batch in flight: all of them the content of their
+//!   `pending` version, or all of them their `acked` version (a batch is
+//!   atomic, across both tables and with its range delete).
 //!
 //! A scan of each table must find exactly the keys the point reads found,
 //! and every tenth round `Db::verify` checks every file. The parent then
-//! records what it found as the acked version and clears the pending marks,
-//! and the next child goes on from there. At the end it prints
-//! `kills: N, violations: V, reopen failures: F` and exits non-zero if
+//! records what it found as acked (never an older version than acked) and
+//! clears the pending marks, and the next child goes on from there. At the
+//! end it prints `kills: N, violations: V, reopen failures: F` with the
+//! batches acknowledged and the key reads checked, and exits non-zero if
 //! either count is not 0.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -175,10 +183,26 @@ fn content(k: u32, v: u32) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// One key's slot of the expected state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Slot {
+    /// The version the database holds as of the last acknowledged commit.
+    acked: u32,
+    /// The version a commit in flight writes (0: none).
+    pending: u32,
+    /// The number of that commit's batch (0: none).
+    batch: u64,
+}
+
+const HEADER: u64 = 16;
+const SLOT: u64 = 16;
+
 /// The expected-state file and its copy in memory.
 struct State {
     file: File,
-    slots: Vec<(u32, u32)>,
+    /// The newest batch whose commit returned.
+    acked_batch: u64,
+    slots: Vec<Slot>,
 }
 
 impl State {
@@ -189,37 +213,78 @@ impl State {
             .create(true)
             .truncate(false)
             .open(path)?;
-        let len = u64::from(keys) * 8;
+        let len = HEADER + u64::from(keys) * SLOT;
         if file.metadata()?.len() != len {
             file.set_len(len)?;
         }
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(&mut bytes, 0)?;
-        let slots = bytes
-            .chunks_exact(8)
-            .map(|c| {
-                let (a, p) = c.split_at(4);
-                (
-                    u32::from_le_bytes(a.try_into().unwrap_or_default()),
-                    u32::from_le_bytes(p.try_into().unwrap_or_default()),
-                )
+        let (header, slots) = bytes.split_at(HEADER as usize);
+        let u32_at = |b: &[u8], at: usize| {
+            u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
+        };
+        let u64_at = |b: &[u8], at: usize| {
+            u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
+        };
+        let slots = slots
+            .chunks_exact(SLOT as usize)
+            .map(|c| Slot {
+                acked: u32_at(c, 0),
+                pending: u32_at(c, 4),
+                batch: u64_at(c, 8),
             })
             .collect();
-        Ok(State { file, slots })
+        Ok(State {
+            file,
+            acked_batch: u64_at(header, 0),
+            slots,
+        })
     }
 
-    fn get(&self, k: u32) -> (u32, u32) {
+    fn get(&self, k: u32) -> Slot {
         self.slots.get(k as usize).copied().unwrap_or_default()
     }
 
-    fn set(&mut self, k: u32, acked: u32, pending: u32) -> std::io::Result<()> {
+    fn set(&mut self, k: u32, slot: Slot) -> std::io::Result<()> {
         if let Some(s) = self.slots.get_mut(k as usize) {
-            *s = (acked, pending);
+            *s = slot;
         }
-        let mut b = [0u8; 8];
-        b[..4].copy_from_slice(&acked.to_le_bytes());
-        b[4..].copy_from_slice(&pending.to_le_bytes());
-        self.file.write_all_at(&b, u64::from(k) * 8)
+        let mut b = [0u8; SLOT as usize];
+        b[..4].copy_from_slice(&slot.acked.to_le_bytes());
+        b[4..8].copy_from_slice(&slot.pending.to_le_bytes());
+        b[8..].copy_from_slice(&slot.batch.to_le_bytes());
+        self.file.write_all_at(&b, HEADER + u64::from(k) * SLOT)
+    }
+
+    /// Marks `k` as written at version `v` by `batch`, in flight.
+    fn mark_pending(&mut self, k: u32, v: u32, batch: u64) -> std::io::Result<()> {
+        let acked = self.get(k).acked;
+        self.set(
+            k,
+            Slot {
+                acked,
+                pending: v,
+                batch,
+            },
+        )
+    }
+
+    /// Records that `batch`'s commit returned.
+    fn ack_batch(&mut self, batch: u64) -> std::io::Result<()> {
+        self.acked_batch = batch;
+        self.file.write_all_at(&batch.to_le_bytes(), 0)
+    }
+
+    /// Moves `k`'s mark to acked at version `v`.
+    fn settle(&mut self, k: u32, v: u32) -> std::io::Result<()> {
+        self.set(
+            k,
+            Slot {
+                acked: v,
+                pending: 0,
+                batch: 0,
+            },
+        )
     }
 }
 
@@ -237,7 +302,8 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
     let db = Db::open(db_dir(work), options(args.durability)).map_err(|e| format!("open: {e}"))?;
     let tables = open_tables(&db)?;
     let mut rng = SmallRng::seed_from_u64(args.seed ^ round.wrapping_mul(0x2545_f491_4f6c_dd1d));
-    for n in 1u64.. {
+    let first = state.acked_batch + 1;
+    for n in first.. {
         if rng.gen_ratio(1, 8) {
             range_delete(&db, &tables, &mut state, &mut rng, args.keys, n)?;
             continue;
@@ -250,9 +316,8 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
         let mut batch = WriteBatch::new();
         let mut versions = Vec::with_capacity(count);
         for &k in &keys {
-            let (acked, _) = state.get(k);
-            let v = acked + 1;
-            state.set(k, acked, v).map_err(|e| e.to_string())?;
+            let v = state.get(k).acked + 1;
+            state.mark_pending(k, v, n).map_err(|e| e.to_string())?;
             for t in &tables {
                 match content(k, v) {
                     Some(value) => batch.put(t, &key(k), &value),
@@ -262,10 +327,11 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
             versions.push((k, v));
         }
         db.write(batch).map_err(|e| format!("commit {n}: {e}"))?;
+        state.ack_batch(n).map_err(|e| e.to_string())?;
         for (k, v) in versions {
-            state.set(k, v, 0).map_err(|e| e.to_string())?;
+            state.settle(k, v).map_err(|e| e.to_string())?;
         }
-        if n.is_multiple_of(1024) {
+        if (n - first + 1).is_multiple_of(1024) {
             db.checkpoint().map_err(|e| format!("checkpoint: {e}"))?;
         }
     }
@@ -287,9 +353,9 @@ fn range_delete(
     let end = (first + rng.gen_range(1..=16)).min(keys);
     let mut versions = Vec::new();
     for k in first..end {
-        let (acked, _) = state.get(k);
+        let acked = state.get(k).acked;
         let v = (acked + 1..).find(|&v| is_delete(k, v)).unwrap_or(acked);
-        state.set(k, acked, v).map_err(|e| e.to_string())?;
+        state.mark_pending(k, v, n).map_err(|e| e.to_string())?;
         versions.push((k, v));
     }
     let mut batch = WriteBatch::new();
@@ -298,8 +364,9 @@ fn range_delete(
     }
     db.write(batch)
         .map_err(|e| format!("commit {n} (a range delete): {e}"))?;
+    state.ack_batch(n).map_err(|e| e.to_string())?;
     for (k, v) in versions {
-        state.set(k, v, 0).map_err(|e| e.to_string())?;
+        state.settle(k, v).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -308,6 +375,19 @@ fn range_delete(
 #[derive(Default)]
 struct Check {
     violations: Vec<String>,
+    /// Key reads compared with the expected state (a key in a table).
+    reads: u64,
+}
+
+/// How a key of the batch in flight reads after the reopen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Landed {
+    /// Its pending version: the batch was applied.
+    Yes,
+    /// Its acked version: the batch was not applied.
+    No,
+    /// Both versions read alike (a delete of a key already deleted).
+    Either,
 }
 
 /// Reopens the database, checks every key against the expected state and
@@ -317,10 +397,16 @@ fn check(args: &Args, work: &Path, state: &mut State, deep: bool) -> Result<Chec
     let mut out = Check::default();
     let tables = open_tables(&db)?;
     let mut found: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); tables.len()];
+    // The keys of batches in flight (at most one), with how each landed.
+    let mut in_flight: BTreeMap<u64, Vec<(u32, Landed)>> = BTreeMap::new();
+    // The version each key holds now, where it is known already.
+    let mut now: Vec<u32> = Vec::with_capacity(args.keys as usize);
     for k in 0..args.keys {
-        let (acked, pending) = state.get(k);
+        let slot = state.get(k);
+        now.push(slot.acked);
         let mut read = Vec::with_capacity(tables.len());
         for (t, f) in tables.iter().zip(&mut found) {
+            out.reads += 1;
             match t.get(&key(k)) {
                 Ok(v) => {
                     if let Some(v) = &v {
@@ -348,28 +434,78 @@ fn check(args: &Args, work: &Path, state: &mut State, deep: bool) -> Result<Chec
             continue;
         }
         let got = read.first().cloned().flatten();
-        let newest = acked.max(pending);
-        let candidates: Vec<u32> = match args.durability {
-            Mode::Full | Mode::Normal => {
-                let mut c = vec![pending, acked];
-                c.retain(|&v| v > 0 || acked == 0);
-                c
-            }
-            Mode::Off => (0..=newest).rev().collect(),
+        let is = |v: u32| content(k, v) == got;
+        let shown = || {
+            got.as_ref().map_or("nothing".to_string(), |v| {
+                format!("{:?}", String::from_utf8_lossy(v))
+            })
         };
-        match candidates.iter().find(|&&v| content(k, v) == got) {
-            Some(&v) => {
-                if let Err(e) = state.set(k, v, 0) {
-                    return Err(format!("expected-state file: {e}"));
-                }
+        if slot.pending == 0 {
+            if !is(slot.acked) {
+                out.violations.push(format!(
+                    "key {k}: holds {}, expected version {} (acknowledged)",
+                    shown(),
+                    slot.acked
+                ));
             }
-            None => out.violations.push(format!(
-                "key {k}: holds {}, expected version {acked} or {pending}",
-                got.map_or("nothing".to_string(), |v| format!(
-                    "{:?}",
-                    String::from_utf8_lossy(&v)
-                ))
-            )),
+        } else if slot.batch <= state.acked_batch {
+            // Its batch's commit returned: the pending version is acked.
+            if is(slot.pending) {
+                now[k as usize] = slot.pending;
+            } else {
+                out.violations.push(format!(
+                    "key {k}: holds {}, expected version {} (batch {}, acknowledged)",
+                    shown(),
+                    slot.pending,
+                    slot.batch
+                ));
+            }
+        } else {
+            let landed = match (is(slot.pending), is(slot.acked)) {
+                (true, true) => Landed::Either,
+                (true, false) => Landed::Yes,
+                (false, true) => Landed::No,
+                (false, false) => {
+                    out.violations.push(format!(
+                        "key {k}: holds {}, expected version {} or, with batch {} in flight, {}",
+                        shown(),
+                        slot.acked,
+                        slot.batch,
+                        slot.pending
+                    ));
+                    continue;
+                }
+            };
+            in_flight.entry(slot.batch).or_default().push((k, landed));
+        }
+    }
+    if in_flight.len() > 1 {
+        out.violations.push(format!(
+            "batches {:?} are all in flight, but one child commits one at a time",
+            in_flight.keys().collect::<Vec<_>>()
+        ));
+    }
+    for (batch, keys) in &in_flight {
+        let yes = keys.iter().filter(|(_, l)| *l == Landed::Yes).count();
+        let no = keys.iter().filter(|(_, l)| *l == Landed::No).count();
+        if yes > 0 && no > 0 {
+            out.violations.push(format!(
+                "batch {batch} (in flight) landed in part: {yes} of its keys hold the new version, {no} the old"
+            ));
+        }
+        // What each key holds goes on as acked (after a violation too, so
+        // that one lost batch is reported once, not again every round).
+        for &(k, landed) in keys {
+            if landed == Landed::Yes || (landed == Landed::Either && yes > 0) {
+                now[k as usize] = state.get(k).pending;
+            }
+        }
+    }
+    for k in 0..args.keys {
+        let slot = state.get(k);
+        // `now` never goes below `acked`: it is acked or the newer pending.
+        if let Err(e) = state.settle(k, now[k as usize].max(slot.acked)) {
+            return Err(format!("expected-state file: {e}"));
         }
     }
     for (t, f) in tables.iter().zip(&found) {
@@ -398,7 +534,16 @@ fn check(args: &Args, work: &Path, state: &mut State, deep: bool) -> Result<Chec
     Ok(out)
 }
 
-fn run(args: &Args, work: &Path) -> Result<(u64, usize, u64), String> {
+/// What a run saw: kills, violations, batches acknowledged, key reads
+/// checked.
+struct Totals {
+    kills: u64,
+    violations: usize,
+    batches: u64,
+    reads: u64,
+}
+
+fn run(args: &Args, work: &Path) -> Result<Totals, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut state = State::open(&state_path(work), args.keys).map_err(|e| e.to_string())?;
     {
@@ -409,6 +554,7 @@ fn run(args: &Args, work: &Path) -> Result<(u64, usize, u64), String> {
     }
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let mut violations = 0usize;
+    let mut reads = 0u64;
     let started = Instant::now();
     for round in 0..args.kills {
         let stderr_path = work.join("child.stderr");
@@ -454,6 +600,7 @@ fn run(args: &Args, work: &Path) -> Result<(u64, usize, u64), String> {
             eprintln!("round {round}: {v}");
         }
         violations += found.violations.len();
+        reads += found.reads;
         if (round + 1) % 50 == 0 {
             eprintln!(
                 "{} kills, {violations} violations, {:.0} s",
@@ -462,8 +609,12 @@ fn run(args: &Args, work: &Path) -> Result<(u64, usize, u64), String> {
             );
         }
     }
-    let versions: u64 = (0..args.keys).map(|k| u64::from(state.get(k).0)).sum();
-    Ok((args.kills, violations, versions))
+    Ok(Totals {
+        kills: args.kills,
+        violations,
+        batches: state.acked_batch,
+        reads,
+    })
 }
 
 fn main() -> ExitCode {
@@ -528,16 +679,28 @@ fn main() -> ExitCode {
             }
         };
     }
-    let (kills, violations, failures, versions) = match run(&args, &work) {
-        Ok((kills, violations, versions)) => (kills, violations, 0, versions),
+    let (t, failures) = match run(&args, &work) {
+        Ok(t) => (t, 0),
         Err(e) => {
             eprintln!("{e}");
-            (0, 0, 1, 0)
+            let none = Totals {
+                kills: 0,
+                violations: 0,
+                batches: 0,
+                reads: 0,
+            };
+            (none, 1)
         }
     };
+    let Totals {
+        kills,
+        violations,
+        batches,
+        reads,
+    } = t;
     println!(
         "kills: {kills}, violations: {violations}, reopen failures: {failures} \
-         (durability {:?}, seed {}, {} keys, {versions} key versions acknowledged and checked, {:.0} s)",
+         (durability {:?}, seed {}, {} keys, {batches} batches acknowledged, {reads} key reads checked, {:.0} s)",
         args.durability,
         args.seed,
         args.keys,
