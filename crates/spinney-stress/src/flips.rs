@@ -1,24 +1,35 @@
 //! `--flips N`: damaged bytes, each opened and read through.
 //!
-//! A small database with both kinds of table is built once (LSM entries in
+//! A small database with both kinds of table is built twice (LSM entries in
 //! SSTs and in the log only; a checkpointed B-tree and writes after the
-//! checkpoint), and its files are kept in memory. Each trial puts those
-//! files back, damages them in one way, opens the database, reads every
-//! table whole (point reads and a scan) and runs `verify`:
+//! checkpoint, every commit writing both tables): once closed cleanly, so
+//! that its log ends in a synced sync mark, and once copied while open
+//! after 60 commits past the last sync, so that its log ends in records no
+//! sync mark covers, as a power loss that kept them would leave it. Their
+//! files are kept in memory. Each trial puts one image's files back,
+//! damages them in one way, opens the database, reads every key ever
+//! written, deleted ones included, in both tables (point reads and a scan)
+//! and runs `verify`:
 //!
 //! - every byte of `CURRENT`, of the manifest, of each SST's footer, of the
 //!   B-tree file's two header slots and of each log segment's first
-//!   fragment, XORed with a random non-zero mask (once each);
+//!   fragment, XORed with a random non-zero mask (once each, in the closed
+//!   image);
 //! - then random bit flips anywhere in any file, and whole 4 KiB pieces
 //!   swapped within a file or copied from one file over another (one trial
-//!   in ten), until `N` trials in all.
+//!   in ten), until `N` trials in all, one in four in the unsynced image.
 //!
-//! A trial passes when the damage is **detected** (an error from the open,
-//! a read or `verify`) or **harmless** (everything reads back exactly as
-//! built). A **violation** is a read that answers differently from what was
-//! built, a panic, or a trial that runs longer than 20 seconds. Errors that
-//! are not `Corruption` (an I/O error for a file that a damaged name points
-//! at, say) are counted apart, so that they can be looked at.
+//! Every answer is checked before any error counts. A trial passes when
+//! the damage is **detected** (an error from the open, a read or `verify`,
+//! and no wrong answer before it) or **harmless** (everything reads back
+//! exactly as built), or, in the unsynced image, when everything reads back
+//! but a suffix of the unsynced commits (**tail dropped**: the log ended at
+//! damage no sync mark covers). A **violation** is a read that answers
+//! differently (a value not written, a deleted key back, an unsynced commit
+//! without the one before it, the tables at different points), a panic, or
+//! a trial that runs longer than 20 seconds. Errors that are not
+//! `Corruption` (an I/O error for a file that a damaged name points at,
+//! say) are counted apart, so that they can be looked at.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,9 +38,61 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use spinney::{Db, Durability, Options, Table, TableOptions};
+use spinney::{Db, Durability, Options, TableOptions, WriteBatch, WriteOptions};
 
-type Contents = Vec<BTreeMap<Vec<u8>, Vec<u8>>>;
+/// What a built database holds, the same in both tables: `base`, every
+/// key written up to the last sync of the log with its value (None: it was
+/// deleted), and `tail`, the commits after that sync, in order, each a put
+/// of a key of its own. After damage, a database whose log ends in
+/// unsynced commits may lose a suffix of them (the log ends at damage no
+/// sync mark covers), never anything else.
+#[derive(Clone, Default)]
+struct Expected {
+    base: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    tail: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Expected {
+    /// Every key to read.
+    fn keys(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.base.keys().chain(self.tail.iter().map(|(k, _)| k))
+    }
+
+    /// How many of the tail's commits `got` (what one table read) holds,
+    /// if it holds exactly the base and a prefix of the tail.
+    fn prefix_in(&self, got: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<usize, String> {
+        let show =
+            |v: &Option<Vec<u8>>| v.as_ref().map(|v| String::from_utf8_lossy(v).into_owned());
+        for (k, want) in &self.base {
+            if let Some(v) = got.get(k) {
+                if v != want {
+                    return Err(format!(
+                        "{} read {:?}, expected {:?}",
+                        String::from_utf8_lossy(k),
+                        show(v),
+                        show(want)
+                    ));
+                }
+            }
+        }
+        let mut held = 0;
+        for (i, (k, want)) in self.tail.iter().enumerate() {
+            match got.get(k) {
+                Some(Some(v)) if v == want && held == i => held += 1,
+                Some(None) => {}
+                None => {} // an error reading it
+                Some(v) => {
+                    return Err(format!(
+                        "{} read {:?}: tail commit {i}, after {held} of the tail",
+                        String::from_utf8_lossy(k),
+                        show(v)
+                    ))
+                }
+            }
+        }
+        Ok(held)
+    }
+}
 
 const TABLES: [&str; 2] = ["lsm", "btree"];
 
@@ -51,8 +114,15 @@ fn value(i: u32, round: u32) -> Vec<u8> {
     v
 }
 
-/// Builds the database in `dir` and returns what it holds.
-fn build(dir: &Path) -> Result<Contents, String> {
+/// The commits after the last sync in the unsynced image.
+const TAIL: u32 = 60;
+
+/// Builds the database in `dir` and returns what it holds and its files.
+/// Closed cleanly, or (`unsynced`) copied while open, after a `Full`
+/// commit synced the log and `TAIL` more commits under `Normal`: its log
+/// then ends in records no sync mark covers, as after a power loss that
+/// kept them.
+fn build(dir: &Path, unsynced: bool) -> Result<(Expected, BTreeMap<String, Vec<u8>>), String> {
     let e = |e: spinney::Error| e.to_string();
     let db = Db::open(dir, options()).map_err(e)?;
     let lsm = db
@@ -74,29 +144,65 @@ fn build(dir: &Path) -> Result<Contents, String> {
             },
         )
         .map_err(e)?;
-    let mut contents: Contents = vec![BTreeMap::new(); 2];
+    let mut expected = Expected::default();
     // Into SSTs and a checkpoint first, then more that only the log holds.
     for (round, keys) in [(0u32, 0..1200u32), (1, 800..1400)] {
         for i in keys {
             let k = format!("key{i:05}").into_bytes();
-            for (t, c) in [&lsm, &btree].into_iter().zip(&mut contents) {
-                if i % 17 == 5 && round == 1 {
-                    t.delete(&k).map_err(e)?;
-                    c.remove(&k);
-                } else {
-                    t.put(&k, &value(i, round)).map_err(e)?;
-                    c.insert(k.clone(), value(i, round));
+            let mut batch = WriteBatch::new();
+            let v = if i % 17 == 5 && round == 1 {
+                None
+            } else {
+                Some(value(i, round))
+            };
+            for t in [&lsm, &btree] {
+                match &v {
+                    Some(v) => batch.put(t, &k, v),
+                    None => batch.delete(t, &k),
                 }
             }
+            db.write(batch).map_err(e)?;
+            expected.base.insert(k, v);
         }
         if round == 0 {
             db.flush().map_err(e)?;
             db.checkpoint().map_err(e)?;
         }
     }
+    if !unsynced {
+        drop((lsm, btree));
+        db.close().map_err(e)?;
+        return Ok((expected, files_of(dir)?));
+    }
+    // Everything so far synced (and its sync mark with it).
+    let k = b"synced".to_vec();
+    let mut batch = WriteBatch::new();
+    for t in [&lsm, &btree] {
+        batch.put(t, &k, b"by a Full commit");
+    }
+    db.write_with(
+        batch,
+        WriteOptions {
+            durability: Some(Durability::Full),
+        },
+    )
+    .map_err(e)?;
+    expected.base.insert(k, Some(b"by a Full commit".to_vec()));
+    for i in 0..TAIL {
+        let k = format!("tail{i:05}").into_bytes();
+        let v = value(i, 2);
+        let mut batch = WriteBatch::new();
+        for t in [&lsm, &btree] {
+            batch.put(t, &k, &v);
+        }
+        db.write(batch).map_err(e)?;
+        expected.tail.push((k, v));
+    }
+    // The files as the page cache holds them, before close adds its mark.
+    let files = files_of(dir)?;
     drop((lsm, btree));
     db.close().map_err(e)?;
-    Ok(contents)
+    Ok((expected, files))
 }
 
 /// The files of a directory, by name.
@@ -131,59 +237,103 @@ fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), String> 
 /// What one trial found.
 enum Outcome {
     Harmless,
-    Detected { corruption: bool, error: String },
+    /// Everything read back, but for a suffix of the unsynced commits:
+    /// the log ended at damage no sync mark covers.
+    TailDropped,
+    Detected {
+        corruption: bool,
+        error: String,
+    },
     Wrong(String),
 }
 
-/// Opens, reads everything and verifies.
-fn trial(dir: &Path, expected: &Contents) -> Outcome {
-    let detected = |e: spinney::Error| Outcome::Detected {
+/// Opens, reads everything (the keys written, and by `get` the keys
+/// deleted too) and verifies. Every answer is checked before any error
+/// counts: a wrong answer is a violation even when a later read fails.
+fn trial(dir: &Path, expected: &Expected) -> Outcome {
+    let detected = |e: &spinney::Error| Outcome::Detected {
         corruption: e.is_corruption(),
         error: e.to_string(),
     };
     let db = match Db::open(dir, options()) {
         Ok(db) => db,
-        Err(e) => return detected(e),
+        Err(e) => return detected(&e),
     };
-    let mut wrong = Vec::new();
-    for (name, want) in TABLES.iter().zip(expected) {
-        let table: Table = match db.table(name) {
-            Ok(t) => t,
+    let mut wrong: Vec<String> = Vec::new();
+    let mut first_error: Option<spinney::Error> = None;
+    let mut tables = Vec::new();
+    for name in TABLES {
+        match db.table(name) {
+            Ok(t) => tables.push(t),
             // A catalog that lost a table reads as one: detected only if
             // the reads below would say so; the table is simply missing.
-            Err(e) => return detected(e),
-        };
-        for (k, v) in want {
+            Err(e) => return detected(&e),
+        }
+    }
+    // What each table reads, key by key (None: absent; errors apart).
+    let mut read: Vec<BTreeMap<Vec<u8>, Option<Vec<u8>>>> = vec![BTreeMap::new(); TABLES.len()];
+    for (table, got) in tables.iter().zip(&mut read) {
+        for k in expected.keys() {
             match table.get(k) {
-                Ok(Some(got)) if &got == v => {}
-                Ok(got) => wrong.push(format!(
-                    "{name}: {} read {:?}",
-                    String::from_utf8_lossy(k),
-                    got.map(|g| String::from_utf8_lossy(&g).into_owned())
-                )),
-                Err(e) => return detected(e),
+                Ok(v) => {
+                    got.insert(k.clone(), v);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
+    }
+    // Each table holds the base and a prefix of the tail, the same one.
+    let mut held = Vec::new();
+    for (name, got) in TABLES.iter().zip(&read) {
+        match expected.prefix_in(got) {
+            Ok(n) => held.push(n),
+            Err(w) => wrong.push(format!("{name}: {w}")),
+        }
+    }
+    if held.windows(2).any(|w| w[0] != w[1]) {
+        wrong.push(format!(
+            "the tables hold different prefixes of the tail: {held:?}"
+        ));
+    }
+    // Scans agree with the point reads of their table.
+    for ((name, table), got) in TABLES.iter().zip(&tables).zip(&read) {
         match table
             .iter()
             .and_then(|it| it.collect::<spinney::Result<BTreeMap<_, _>>>())
         {
-            Ok(scanned) if &scanned == want => {}
-            Ok(scanned) => wrong.push(format!(
-                "{name}: a scan found {} entries, {} were written",
-                scanned.len(),
-                want.len()
-            )),
-            Err(e) => return detected(e),
+            Ok(scanned) => {
+                let points: BTreeMap<Vec<u8>, Vec<u8>> = got
+                    .iter()
+                    .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+                    .collect();
+                if scanned != points {
+                    wrong.push(format!(
+                        "{name}: a scan found {} entries, point reads {}",
+                        scanned.len(),
+                        points.len()
+                    ));
+                }
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
     }
     if let Some(w) = wrong.into_iter().next() {
         return Outcome::Wrong(w);
     }
-    if let Err(e) = db.verify() {
-        return detected(e);
+    if let Some(e) = first_error {
+        return detected(&e);
     }
-    Outcome::Harmless
+    if let Err(e) = db.verify() {
+        return detected(&e);
+    }
+    match held.first() {
+        Some(&n) if n < expected.tail.len() => Outcome::TailDropped,
+        _ => Outcome::Harmless,
+    }
 }
 
 /// The damage of one trial, applied to a copy of the files; a line that
@@ -274,6 +424,11 @@ pub struct Totals {
     pub detected: u64,
     pub detected_not_corruption: u64,
     pub harmless: u64,
+    /// Trials of the unsynced image that read back all but a suffix of its
+    /// unsynced commits.
+    pub tail_dropped: u64,
+    /// Trials of the unsynced image (one in four of the random ones).
+    pub unsynced: u64,
     pub violations: u64,
 }
 
@@ -281,21 +436,30 @@ pub struct Totals {
 pub fn run(count: u64, seed: u64, work: &Path) -> Result<Totals, String> {
     let built = work.join("built");
     std::fs::create_dir_all(&built).map_err(|e| e.to_string())?;
-    let expected = build(&built)?;
-    let pristine = files_of(&built)?;
+    let closed = build(&built, false)?;
+    let built_open = work.join("built-unsynced");
+    std::fs::create_dir_all(&built_open).map_err(|e| e.to_string())?;
+    let unsynced = build(&built_open, true)?;
+    let pristine = &closed.1;
     let dir: PathBuf = work.join("trial");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut exhaustive = exhaustive_targets(&pristine);
+    let mut exhaustive = exhaustive_targets(pristine);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut totals = Totals::default();
     let mut not_corruption_seen = 0;
     let started = Instant::now();
     for n in 0..count {
-        let mut files = pristine.clone();
+        let image = if exhaustive.is_empty() && rng.gen_ratio(1, 4) {
+            totals.unsynced += 1;
+            &unsynced
+        } else {
+            &closed
+        };
+        let mut files = image.1.clone();
         let what = damage(&mut files, &mut rng, &mut exhaustive);
         restore(&dir, &files)?;
         let (tx, rx) = mpsc::channel();
-        let (d, e) = (dir.clone(), expected.clone());
+        let (d, e) = (dir.clone(), image.0.clone());
         std::thread::spawn(move || {
             let outcome = std::panic::catch_unwind(|| trial(&d, &e));
             let _ = tx.send(outcome);
@@ -303,6 +467,7 @@ pub fn run(count: u64, seed: u64, work: &Path) -> Result<Totals, String> {
         totals.trials += 1;
         match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(Ok(Outcome::Harmless)) => totals.harmless += 1,
+            Ok(Ok(Outcome::TailDropped)) => totals.tail_dropped += 1,
             Ok(Ok(Outcome::Detected { corruption, error })) => {
                 totals.detected += 1;
                 if !corruption {

@@ -220,12 +220,10 @@ impl State {
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(&mut bytes, 0)?;
         let (header, slots) = bytes.split_at(HEADER as usize);
-        let u32_at = |b: &[u8], at: usize| {
-            u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
-        };
-        let u64_at = |b: &[u8], at: usize| {
-            u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
-        };
+        let u32_at =
+            |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default());
+        let u64_at =
+            |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
         let slots = slots
             .chunks_exact(SLOT as usize)
             .map(|c| Slot {
@@ -657,12 +655,15 @@ fn main() -> ExitCode {
         return match flips::run(count, args.seed, &work) {
             Ok(t) => {
                 println!(
-                    "flips: {}, detected: {} ({} not as Corruption), harmless: {}, violations: {} \
+                    "flips: {}, detected: {} ({} not as Corruption), harmless: {}, \
+                     unsynced tail dropped: {} (of {} trials with an unsynced tail), violations: {} \
                      (seed {}, {:.0} s)",
                     t.trials,
                     t.detected,
                     t.detected_not_corruption,
                     t.harmless,
+                    t.tail_dropped,
+                    t.unsynced,
                     t.violations,
                     args.seed,
                     started.elapsed().as_secs_f64()

@@ -270,7 +270,9 @@ fn flip_each(
                 continue;
             }
             Err(e) => {
-                wrong.push(format!("{ctx}: refused, but not as Corruption in {victim}: {e}"));
+                wrong.push(format!(
+                    "{ctx}: refused, but not as Corruption in {victim}: {e}"
+                ));
                 continue;
             }
         };

@@ -129,7 +129,10 @@ fn eio_in_a_flush_makes_the_database_read_only_and_loses_nothing_acknowledged() 
             // reached), writes are refused, whatever the flush returned.
             let flushed = db.flush();
             let fired = fs.mutating_ops() > start + k;
-            assert!(fired || flushed.is_ok(), "{ctx}: {flushed:?} without the fault");
+            assert!(
+                fired || flushed.is_ok(),
+                "{ctx}: {flushed:?} without the fault"
+            );
             if fired {
                 let again = tables[1].delete(b"key00001");
                 assert!(

@@ -289,7 +289,10 @@ fn crash_at_every_operation_of_a_manifest_roll_recovers_the_acknowledged_state()
     }
     // Every crash point lies within its roll's operations (a dry run
     // counted them), so each crash must have fired during the roll.
-    assert_eq!(fired, points, "only {fired} of {points} crashes fired during a roll");
+    assert_eq!(
+        fired, points,
+        "only {fired} of {points} crashes fired during a roll"
+    );
 }
 
 #[test]

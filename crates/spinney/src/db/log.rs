@@ -28,6 +28,15 @@ pub(crate) struct Segment {
     pub last_seqno: u64,
 }
 
+/// When the sync mark a sync appends is made durable (`Wal::sync_all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MarkSync {
+    /// By a second sync, before `sync_all` returns.
+    Now,
+    /// By the log's next sync.
+    Next,
+}
+
 /// The log: the open segment and the closed ones.
 pub(crate) struct Wal {
     /// The open segment's writer; None when the database was opened
@@ -76,31 +85,43 @@ impl Wal {
     }
 
     /// Syncs the open segment: every record appended is durable. A sync
-    /// mark naming them follows (not synced itself: it claims only what
-    /// this sync made durable).
-    pub(crate) fn sync_all(&mut self) -> Result<()> {
+    /// mark naming them follows; it claims only what this sync made
+    /// durable, so a power loss before the mark is durable leaves a log
+    /// that opens as the sync left it. With `MarkSync::Now` a second sync
+    /// makes the mark durable before this returns, so that damage to any
+    /// record this sync covered is `Corruption` at open; with
+    /// `MarkSync::Next` the mark becomes durable with the log's next sync
+    /// (in a `Full` database, the next commit's), and until then damage to
+    /// those records after a power loss reads as a torn tail
+    /// (docs/durability.md).
+    pub(crate) fn sync_all(&mut self, mark_sync: MarkSync) -> Result<()> {
         let last = self.last_seqno;
         self.writer()?.sync()?;
         self.synced_seqno = last;
-        self.mark_synced()
+        if self.mark_synced()? && mark_sync == MarkSync::Now {
+            self.writer()?.sync()?;
+        }
+        Ok(())
     }
 
     /// Appends a sync mark if a sync since the last mark made more records
-    /// durable.
-    fn mark_synced(&mut self) -> Result<()> {
+    /// durable; says whether it did.
+    fn mark_synced(&mut self) -> Result<bool> {
         if self.synced_seqno > self.marked_seqno {
             let mark = encode_sync_mark(self.synced_seqno);
             self.writer()?.add_record(&mark)?;
             self.marked_seqno = self.synced_seqno;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Closes the log at database close: synced, with a sync mark naming
     /// its last record (so that damage anywhere in it reads as corruption,
     /// never as an unsynced tail), then synced again and cut to its records.
     pub(crate) fn close(&mut self) -> Result<()> {
-        self.sync_all()?;
+        // `finish` syncs again, with the mark.
+        self.sync_all(MarkSync::Next)?;
         self.finish()
     }
 
@@ -145,7 +166,9 @@ pub(crate) fn sync_to(db: &DbInner, seqno: u64) -> Result<()> {
     if wal.synced_seqno >= seqno {
         return Ok(());
     }
-    if let Err(e) = wal.sync_all() {
+    // Syncs for flushes and checkpoints are off the commit path, and may
+    // be the last for long: their marks are made durable at once.
+    if let Err(e) = wal.sync_all(MarkSync::Now) {
         drop(wal);
         db.poison(format!("syncing the write-ahead log failed: {e}"));
         return Err(e);
