@@ -6,11 +6,20 @@
 # APIs. The Rust peers (fjall, redb) come from crates.io through Cargo.lock
 # and need nothing here.
 #
+# `--current` adds libclang, which the build of current RocksDB from
+# librocksdb-sys's bundled source needs (scripts/build-current-peers.sh).
+#
 # Needs root (CI runs as root) or sudo. Does nothing when every package is
 # already installed.
 set -euo pipefail
 
 packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev gcc g++)
+if [ "${1:-}" = "--current" ]; then
+    packages+=(libclang-dev)
+elif [ $# -gt 0 ]; then
+    echo "usage: install-peers.sh [--current]" >&2
+    exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -13,6 +13,11 @@
 //!   standard library is linked too.
 //!
 //! scripts/install-peers.sh installs both libraries.
+//!
+//! With `rocksdb-current` the same shim is compiled against the headers of
+//! the RocksDB that librocksdb-sys builds from its bundled source (it tells
+//! where through its `links = "rocksdb"` metadata), and librocksdb-sys links
+//! that library itself.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -20,6 +25,8 @@ fn main() {
     wiredtiger();
     #[cfg(feature = "rocksdb")]
     rocksdb();
+    #[cfg(feature = "rocksdb-current")]
+    rocksdb_current();
 }
 
 #[cfg(feature = "wiredtiger")]
@@ -53,4 +60,23 @@ fn rocksdb() {
         .compile("spinney_rocksdb_shim");
     // After the shim's archive, so that the linker resolves its calls.
     println!("cargo:rustc-link-lib=dylib=rocksdb");
+}
+
+#[cfg(feature = "rocksdb-current")]
+fn rocksdb_current() {
+    const SHIM: &str = "src/engine/rocksdb_shim.cc";
+    println!("cargo:rerun-if-changed={SHIM}");
+    let root = std::env::var("DEP_ROCKSDB_CARGO_MANIFEST_DIR")
+        .expect("librocksdb-sys says where its source is (DEP_ROCKSDB_CARGO_MANIFEST_DIR)");
+    let include = std::path::Path::new(&root).join("rocksdb").join("include");
+    cc::Build::new()
+        .cpp(true)
+        .file(SHIM)
+        .include(&include)
+        // As librocksdb-sys compiles RocksDB itself.
+        .std("c++20")
+        .warnings(true)
+        .extra_warnings(true)
+        .cpp_link_stdlib("stdc++")
+        .compile("spinney_rocksdb_shim");
 }

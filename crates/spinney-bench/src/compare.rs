@@ -504,9 +504,16 @@ pub fn run_compare(
                 report: None,
                 plot: None,
                 results_file: Some(results_file.clone()),
+                other_build: None,
                 ..config.clone()
             };
-            let outcome = run_child(exe, &child, out).and_then(|()| {
+            // An engine this build lacks runs from the other build
+            // (`--other_build`; `Config::validate` has checked it is given).
+            let program = match &config.other_build {
+                Some(other) if !engine.is_built() => other.as_path(),
+                _ => exe,
+            };
+            let outcome = run_child(program, &child, out).and_then(|()| {
                 let figures = read_results(&results_file).map_err(BenchError::Child)?;
                 let names: Vec<Benchmark> = figures.iter().map(|(b, _)| *b).collect();
                 if names != benchmarks {

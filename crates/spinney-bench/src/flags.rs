@@ -352,6 +352,11 @@ pub struct Config {
     /// How long a comparison's child may run before it is killed and
     /// counted as failed; `None` for no limit.
     pub child_timeout: Option<Duration>,
+    /// Another build of this lab, which runs the engines of a comparison
+    /// that this build lacks (`--other_build`): Debian's RocksDB and LMDB
+    /// and the current ones cannot share one binary, so one table holding
+    /// `rocksdb` and `rocksdb-current` takes two builds.
+    pub other_build: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -413,6 +418,7 @@ impl Default for Config {
             rounds: ROUNDS_DEFAULT,
             results_file: None,
             child_timeout: None,
+            other_build: None,
         }
     }
 }
@@ -525,9 +531,26 @@ impl Config {
         } else {
             self.compare.clone()
         };
+        // A comparison's engines this build lacks run from the other build,
+        // which checks them itself.
+        let other_runs_them = !self.compare.is_empty() && self.other_build.is_some();
         for engine in &engines {
-            if !engine.is_built() {
+            if !engine.is_built() && !other_runs_them {
                 return Err(engine.not_built());
+            }
+        }
+        if let Some(other) = &self.other_build {
+            if self.compare.is_empty() || self.scenario.is_some() {
+                return Err(
+                    "--other_build runs engines of a comparison of benchmarks (--compare without --scenario)"
+                        .into(),
+                );
+            }
+            if !other.is_file() {
+                return Err(format!(
+                    "--other_build={}: no such program (scripts/build-current-peers.sh prints the path of the build with current RocksDB and LMDB)",
+                    other.display()
+                ));
             }
         }
         let (max_key, limited) = engines
@@ -591,7 +614,7 @@ impl Config {
         match engine {
             _ if engine.is_spinney() => self.table_options_of(engine.kind()).max_key_len(),
             // LMDB's compiled-in limit (mdb_env_get_maxkeysize).
-            Engine::Lmdb => 511,
+            Engine::Lmdb | Engine::LmdbCurrent => 511,
             // Keys of the others are limited far beyond the lab's.
             _ => spinney::limits::KEY_BYTES_MAX,
         }
@@ -688,6 +711,7 @@ impl Config {
         args.extend(path("report", &self.report));
         args.extend(path("plot", &self.plot));
         args.extend(path("results_file", &self.results_file));
+        args.extend(path("other_build", &self.other_build));
         if let Some(scenario) = self.scenario {
             args.push(format!("--scenario={}", scenario.name()));
         }
@@ -830,6 +854,13 @@ struct Flags {
     /// is killed and reported as failed; 0 for no limit.
     #[arg(long, default_value_t = 0.0)]
     child_timeout: f64,
+    /// Another build of spinney-bench, which runs the engines of --compare
+    /// that this build lacks: `rocksdb` and `rocksdb-current` (or `lmdb`
+    /// and `lmdb-current`) cannot share one binary, so one table of both
+    /// runs one from a build with --features peers and the other from the
+    /// path scripts/build-current-peers.sh prints.
+    #[arg(long, value_name = "PATH")]
+    other_build: Option<PathBuf>,
     /// 1 for spinney's LSM table, 0 for its B-tree table (the same as
     /// --table_kind, or --engine=spinney-lsm and spinney-btree).
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1")]
@@ -1084,6 +1115,7 @@ impl Flags {
             rounds: self.rounds,
             results_file: self.results_file,
             child_timeout: seconds("child_timeout", self.child_timeout)?,
+            other_build: self.other_build,
         };
         config.validate()?;
         Ok(config)
@@ -1260,6 +1292,36 @@ mod tests {
             parse(&["--disable_wal=1"]).expect("parse").durability,
             Durability::Off
         );
+    }
+
+    #[test]
+    fn other_build_runs_only_the_engines_of_a_comparison_this_build_lacks() {
+        // Goal: `--other_build` lets a comparison name an engine this build
+        // lacks (its child runs from the other build), and nothing else: a
+        // run on one engine, a scenario or a missing program is refused.
+        let Some(missing) = Engine::ALL.into_iter().find(|e| !e.is_built()) else {
+            return; // every engine is built: nothing to route elsewhere
+        };
+        let program = std::env::current_exe().expect("this test's program");
+        let other = format!("--other_build={}", program.display());
+        let compare = format!("--compare=spinney-lsm,{}", missing.name());
+        let c = parse(&[&compare, &other]).expect("a comparison with the other build");
+        assert_eq!(c.other_build.as_deref(), Some(program.as_path()));
+        assert_eq!(
+            Config::from_args(std::iter::once("x".to_string()).chain(c.to_args()))
+                .ok()
+                .map(|c| c.other_build),
+            Some(Some(program.clone()))
+        );
+        let err = parse(&[&compare]).expect_err("not built, no other build");
+        assert!(err.to_string().contains(missing.name()), "{err}");
+        let one = format!("--engine={}", missing.name());
+        assert!(parse(&[&one, &other]).is_err());
+        let err = parse(&[&compare, "--other_build=/no/such/program"]).expect_err("missing");
+        assert!(err.to_string().contains("no such program"), "{err}");
+        let err = parse(&["--compare=spinney-lsm", "--scenario=btree-vs-lsm", &other])
+            .expect_err("a scenario");
+        assert!(err.to_string().contains("--other_build"), "{err}");
     }
 
     #[test]

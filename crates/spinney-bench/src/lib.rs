@@ -34,6 +34,20 @@
 //! does), `latency` (histograms), `measure` (I/O, CPU, size), `output`
 //! (db_bench's text), `report` (CSV), `progress` (the bar), `plot` (charts).
 
+// Debian's RocksDB and LMDB and the current ones built from the -sys
+// crates' bundled source define the same C symbols: in one binary, one
+// copy would silently stand in for the other.
+#[cfg(all(feature = "rocksdb", feature = "rocksdb-current"))]
+compile_error!("features `rocksdb` and `rocksdb-current` exclude each other: build `--features peers` or `--features peers-current`");
+#[cfg(all(feature = "lmdb", feature = "lmdb-current"))]
+compile_error!("features `lmdb` and `lmdb-current` exclude each other: build `--features peers` or `--features peers-current`");
+
+// Linked for their C libraries only; the adapters declare the C APIs.
+#[cfg(feature = "rocksdb-current")]
+use librocksdb_sys as _;
+#[cfg(feature = "lmdb-current")]
+use lmdb_master_sys as _;
+
 mod bench;
 mod compare;
 mod engine;

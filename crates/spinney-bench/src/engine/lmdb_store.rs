@@ -60,6 +60,13 @@ use std::ptr;
 use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
+/// The engine this build's LMDB stands behind: Debian's, or the current one
+/// lmdb-master-sys bundles. The adapter is the same.
+#[cfg(feature = "lmdb")]
+const ENGINE: Engine = Engine::Lmdb;
+#[cfg(not(feature = "lmdb"))]
+const ENGINE: Engine = Engine::LmdbCurrent;
+
 #[repr(C)]
 struct MdbEnv {
     _private: [u8; 0],
@@ -151,7 +158,8 @@ const MDB_NEXT: c_int = 8;
 const MDB_PREV: c_int = 12;
 const MDB_SET_RANGE: c_int = 17;
 
-#[link(name = "lmdb")]
+// Debian's shared library; lmdb-master-sys links its own static one.
+#[cfg_attr(feature = "lmdb", link(name = "lmdb"))]
 extern "C" {
     fn mdb_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> *const c_char;
     fn mdb_strerror(err: c_int) -> *const c_char;
@@ -224,7 +232,7 @@ fn check(rc: c_int, what: &str) -> EngineResult<()> {
         Ok(())
     } else {
         Err(EngineError::peer(
-            Engine::Lmdb,
+            ENGINE,
             format!("{what}: {}", message(rc)),
         ))
     }
@@ -381,7 +389,7 @@ impl LmdbStore {
         self.dbis
             .get(table)
             .copied()
-            .ok_or_else(|| EngineError::peer(Engine::Lmdb, format!("no table number {table}")))
+            .ok_or_else(|| EngineError::peer(ENGINE, format!("no table number {table}")))
     }
 
     /// The statistics of table `table`.
@@ -553,7 +561,7 @@ impl LmdbSession<'_> {
         let slot = self
             .cursors
             .get_mut(table)
-            .ok_or_else(|| EngineError::peer(Engine::Lmdb, "no cursor slot"))?;
+            .ok_or_else(|| EngineError::peer(ENGINE, "no cursor slot"))?;
         if slot.is_null() {
             // SAFETY: txn is live, dbi belongs to the environment.
             check(unsafe { mdb_cursor_open(txn, dbi, slot) }, "open a cursor")?;
@@ -797,6 +805,6 @@ mod tests {
             .expect("some");
         assert!(stats.contains("1000 entries"), "{stats}");
         store.close().expect("close");
-        assert!(dir.path().join(Engine::Lmdb.marker()).exists());
+        assert!(dir.path().join(ENGINE.marker()).exists());
     }
 }

@@ -35,11 +35,11 @@ mod conformance;
 mod fjall_store;
 #[cfg(feature = "leveldb")]
 mod leveldb_store;
-#[cfg(feature = "lmdb")]
+#[cfg(any(feature = "lmdb", feature = "lmdb-current"))]
 mod lmdb_store;
 #[cfg(feature = "redb")]
 mod redb_store;
-#[cfg(feature = "rocksdb")]
+#[cfg(any(feature = "rocksdb", feature = "rocksdb-current"))]
 mod rocksdb_store;
 #[cfg(feature = "wiredtiger")]
 mod wiredtiger_store;
@@ -60,6 +60,9 @@ pub enum Engine {
     SpinneyBtreeMapped,
     /// RocksDB through its C API (Debian's librocksdb-dev).
     Rocksdb,
+    /// RocksDB through the same adapter, a current release built from the
+    /// source librocksdb-sys bundles (`--features rocksdb-current`).
+    RocksdbCurrent,
     /// A WiredTiger row-store B-tree table (Debian's libwiredtiger-dev).
     WiredtigerBtree,
     /// A WiredTiger LSM table with bloom filters.
@@ -68,6 +71,9 @@ pub enum Engine {
     Leveldb,
     /// LMDB (Debian's liblmdb-dev).
     Lmdb,
+    /// LMDB through the same adapter, the current mdb.master source that
+    /// lmdb-master-sys bundles (`--features lmdb-current`).
+    LmdbCurrent,
     /// fjall, the Rust LSM crate.
     Fjall,
     /// redb, the Rust B-tree crate.
@@ -76,16 +82,18 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine, in the order tables list them.
-    pub const ALL: [Engine; 11] = [
+    pub const ALL: [Engine; 13] = [
         Engine::SpinneyLsm,
         Engine::SpinneyBtree,
         Engine::SpinneyLsmMapped,
         Engine::SpinneyBtreeMapped,
         Engine::Rocksdb,
+        Engine::RocksdbCurrent,
         Engine::WiredtigerBtree,
         Engine::WiredtigerLsm,
         Engine::Leveldb,
         Engine::Lmdb,
+        Engine::LmdbCurrent,
         Engine::Fjall,
         Engine::Redb,
     ];
@@ -98,10 +106,12 @@ impl Engine {
             Engine::SpinneyLsmMapped => "spinney-lsm-mapped",
             Engine::SpinneyBtreeMapped => "spinney-btree-mapped",
             Engine::Rocksdb => "rocksdb",
+            Engine::RocksdbCurrent => "rocksdb-current",
             Engine::WiredtigerBtree => "wiredtiger-btree",
             Engine::WiredtigerLsm => "wiredtiger-lsm",
             Engine::Leveldb => "leveldb",
             Engine::Lmdb => "lmdb",
+            Engine::LmdbCurrent => "lmdb-current",
             Engine::Fjall => "fjall",
             Engine::Redb => "redb",
         }
@@ -154,6 +164,7 @@ impl Engine {
             Engine::SpinneyLsm
             | Engine::SpinneyLsmMapped
             | Engine::Rocksdb
+            | Engine::RocksdbCurrent
             | Engine::WiredtigerLsm
             | Engine::Leveldb
             | Engine::Fjall => TableKind::Lsm,
@@ -161,6 +172,7 @@ impl Engine {
             | Engine::SpinneyBtreeMapped
             | Engine::WiredtigerBtree
             | Engine::Lmdb
+            | Engine::LmdbCurrent
             | Engine::Redb => TableKind::Btree,
         }
     }
@@ -173,9 +185,11 @@ impl Engine {
             | Engine::SpinneyLsmMapped
             | Engine::SpinneyBtreeMapped => None,
             Engine::Rocksdb => Some("rocksdb"),
+            Engine::RocksdbCurrent => Some("rocksdb-current"),
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => Some("wiredtiger"),
             Engine::Leveldb => Some("leveldb"),
             Engine::Lmdb => Some("lmdb"),
+            Engine::LmdbCurrent => Some("lmdb-current"),
             Engine::Fjall => Some("fjall"),
             Engine::Redb => Some("redb"),
         }
@@ -189,9 +203,11 @@ impl Engine {
             | Engine::SpinneyLsmMapped
             | Engine::SpinneyBtreeMapped => true,
             Engine::Rocksdb => cfg!(feature = "rocksdb"),
+            Engine::RocksdbCurrent => cfg!(feature = "rocksdb-current"),
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => cfg!(feature = "wiredtiger"),
             Engine::Leveldb => cfg!(feature = "leveldb"),
             Engine::Lmdb => cfg!(feature = "lmdb"),
+            Engine::LmdbCurrent => cfg!(feature = "lmdb-current"),
             Engine::Fjall => cfg!(feature = "fjall"),
             Engine::Redb => cfg!(feature = "redb"),
         }
@@ -203,7 +219,10 @@ impl Engine {
     pub(crate) fn holds_shape(self) -> bool {
         matches!(
             self,
-            Engine::SpinneyLsm | Engine::SpinneyLsmMapped | Engine::Rocksdb
+            Engine::SpinneyLsm
+                | Engine::SpinneyLsmMapped
+                | Engine::Rocksdb
+                | Engine::RocksdbCurrent
         )
     }
 
@@ -216,9 +235,10 @@ impl Engine {
             | Engine::SpinneyLsmMapped
             | Engine::SpinneyBtreeMapped
             | Engine::Rocksdb
+            | Engine::RocksdbCurrent
             | Engine::Leveldb => "CURRENT",
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => "WiredTiger",
-            Engine::Lmdb => "data.mdb",
+            Engine::Lmdb | Engine::LmdbCurrent => "data.mdb",
             Engine::Fjall => "fjall.lab",
             Engine::Redb => "data.redb",
         }
@@ -238,7 +258,30 @@ impl Engine {
 
     /// The error for an engine this build does not have.
     pub(crate) fn not_built(self) -> String {
+        let twin = match self {
+            Engine::Rocksdb => Some(Engine::RocksdbCurrent),
+            Engine::RocksdbCurrent => Some(Engine::Rocksdb),
+            Engine::Lmdb => Some(Engine::LmdbCurrent),
+            Engine::LmdbCurrent => Some(Engine::Lmdb),
+            _ => None,
+        };
+        if let Some(twin) = twin.filter(|t| t.is_built()) {
+            // The two share their C symbols, so a build has one of them.
+            return format!(
+                "this build of spinney-bench has {twin} in place of {}: the two define the same C symbols, so one binary holds one of them; {}",
+                self.name(),
+                if self.name().ends_with("-current") {
+                    "scripts/build-current-peers.sh builds the lab with the current ones (`--features peers-current`)"
+                } else {
+                    "build the lab with `--features peers` for Debian's"
+                }
+            );
+        }
         match self.feature() {
+            Some(feature) if feature.ends_with("-current") => format!(
+                "this build of spinney-bench has no {} engine; scripts/build-current-peers.sh builds it (`--features {feature}`, or `peers-current` for it and the other peers)",
+                self.name()
+            ),
             Some(feature) => format!(
                 "this build of spinney-bench has no {} engine; build it with `--features {feature}` (or `--features peers` for all; scripts/install-peers.sh installs their libraries)",
                 self.name()
@@ -718,6 +761,8 @@ pub(crate) fn open(
         }
         #[cfg(feature = "rocksdb")]
         Engine::Rocksdb => rocksdb_store::open(config, dir, tables),
+        #[cfg(feature = "rocksdb-current")]
+        Engine::RocksdbCurrent => rocksdb_store::open(config, dir, tables),
         #[cfg(feature = "wiredtiger")]
         Engine::WiredtigerBtree | Engine::WiredtigerLsm => {
             wiredtiger_store::open(engine, config, dir, tables)
@@ -726,6 +771,8 @@ pub(crate) fn open(
         Engine::Leveldb => leveldb_store::open(config, dir, tables),
         #[cfg(feature = "lmdb")]
         Engine::Lmdb => lmdb_store::open(config, dir, tables),
+        #[cfg(feature = "lmdb-current")]
+        Engine::LmdbCurrent => lmdb_store::open(config, dir, tables),
         #[cfg(feature = "fjall")]
         Engine::Fjall => fjall_store::open(config, dir, tables),
         #[cfg(feature = "redb")]
@@ -748,12 +795,16 @@ pub(crate) fn version(engine: Engine) -> String {
         | Engine::SpinneyBtreeMapped => env!("CARGO_PKG_VERSION").to_string(),
         #[cfg(feature = "rocksdb")]
         Engine::Rocksdb => rocksdb_store::version(),
+        #[cfg(feature = "rocksdb-current")]
+        Engine::RocksdbCurrent => rocksdb_store::version(),
         #[cfg(feature = "wiredtiger")]
         Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger_store::version(),
         #[cfg(feature = "leveldb")]
         Engine::Leveldb => leveldb_store::version(),
         #[cfg(feature = "lmdb")]
         Engine::Lmdb => lmdb_store::version(),
+        #[cfg(feature = "lmdb-current")]
+        Engine::LmdbCurrent => lmdb_store::version(),
         #[cfg(feature = "fjall")]
         Engine::Fjall => fjall_store::version(),
         #[cfg(feature = "redb")]
@@ -772,12 +823,16 @@ pub(crate) fn describe(config: &Config) -> String {
     match config.engine {
         #[cfg(feature = "rocksdb")]
         Engine::Rocksdb => rocksdb_store::describe(config),
+        #[cfg(feature = "rocksdb-current")]
+        Engine::RocksdbCurrent => rocksdb_store::describe(config),
         #[cfg(feature = "wiredtiger")]
         Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger_store::describe(config),
         #[cfg(feature = "leveldb")]
         Engine::Leveldb => leveldb_store::describe(config),
         #[cfg(feature = "lmdb")]
         Engine::Lmdb => lmdb_store::describe(config),
+        #[cfg(feature = "lmdb-current")]
+        Engine::LmdbCurrent => lmdb_store::describe(config),
         #[cfg(feature = "fjall")]
         Engine::Fjall => fjall_store::describe(config),
         #[cfg(feature = "redb")]
@@ -846,5 +901,29 @@ mod tests {
         assert_eq!(Engine::Lmdb.kind(), TableKind::Btree);
         assert!(Engine::SpinneyLsm.is_built() && Engine::SpinneyBtree.is_built());
         assert_eq!(Engine::spinney(TableKind::Btree), Engine::SpinneyBtree);
+    }
+
+    #[test]
+    fn a_peer_and_its_current_build_are_never_in_one_binary() {
+        // Goal: Debian's RocksDB or LMDB and the current one share their C
+        // symbols, so a build has at most one of each pair, and asking for
+        // the other says which one this build has in its place.
+        for (debian, current) in [
+            (Engine::Rocksdb, Engine::RocksdbCurrent),
+            (Engine::Lmdb, Engine::LmdbCurrent),
+        ] {
+            assert!(!(debian.is_built() && current.is_built()), "{debian}");
+            assert_eq!(debian.kind(), current.kind());
+            assert_eq!(debian.marker(), current.marker());
+            for (built, other) in [(debian, current), (current, debian)] {
+                if built.is_built() {
+                    let why = other.not_built();
+                    assert!(
+                        why.contains(&format!("has {built} in place of {other}")),
+                        "{why}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -29,9 +29,11 @@
 #include <string>
 #include <vector>
 
-static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
-              "the structs below mirror db/c.cc of RocksDB 7.8; check them "
-              "against the c.cc of any other version before building");
+static_assert((ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8) ||
+                  (ROCKSDB_MAJOR == 11 && ROCKSDB_MINOR == 8),
+              "the structs below mirror db/c.cc of RocksDB 7.8 and 11.8; "
+              "check them against the c.cc of any other version before "
+              "building");
 
 // The C API's handles are structs defined in RocksDB's db/c.cc, opaque in
 // c.h. In 7.8.3 the three the shim reads are exactly these: one pointer to
@@ -42,8 +44,12 @@ static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
 // rocksdb_iter_destroy delete the `rep` they find at offset 0 and free an
 // 8-byte struct, and rocksdb_flush_cf passes the pointers found at offset 0
 // of the database and column family handles to DB::Flush), and the
-// static_assert above stops a build against another version's headers. The
-// shim only reads `rep`; the C API still owns and destroys the handles.
+// static_assert above stops a build against another version's headers.
+// In 11.8.1 (the source librocksdb-sys 0.19.0 bundles, for the lab's
+// `rocksdb-current`) db/c.cc declares the same three with `rep` first, and
+// the column family handle has a `bool immortal` after it; the shim only
+// reads `rep`, at offset 0, and the C API still owns and destroys the
+// handles, so the shorter declaration here is enough for both.
 extern "C" {
 struct rocksdb_t {
   rocksdb::DB* rep;
@@ -176,5 +182,23 @@ extern "C" int spinney_rocksdb_iter_refresh(rocksdb_iterator_t* it,
   } catch (...) {
     save_error(errptr, "Iterator::Refresh: an unknown C++ exception");
     return -1;
+  }
+}
+
+// The version of the RocksDB this process runs ("11.8.1"), as the library
+// itself reports it (GetRocksVersionAsString is compiled into the library,
+// so it names the copy linked, not the headers the shim was built with),
+// copied into `out` (`cap` bytes, NUL-terminated, cut short if need be).
+extern "C" void spinney_rocksdb_version(char* out, size_t cap) {
+  if (out == nullptr || cap == 0) {
+    return;
+  }
+  try {
+    const std::string v = rocksdb::GetRocksVersionAsString(true);
+    const size_t n = v.size() < cap - 1 ? v.size() : cap - 1;
+    std::memcpy(out, v.data(), n);
+    out[n] = '\0';
+  } catch (const std::exception&) {
+    out[0] = '\0';
   }
 }

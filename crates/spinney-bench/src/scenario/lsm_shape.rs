@@ -225,11 +225,15 @@ impl Query {
 /// Why the scenario cannot run on `engine`; `None` when it can.
 fn refusal(engine: Engine) -> Option<String> {
     let why = match engine {
-        Engine::SpinneyLsm | Engine::SpinneyLsmMapped | Engine::Rocksdb => return None,
+        Engine::SpinneyLsm
+        | Engine::SpinneyLsmMapped
+        | Engine::Rocksdb
+        | Engine::RocksdbCurrent => return None,
         Engine::SpinneyBtree
         | Engine::SpinneyBtreeMapped
         | Engine::WiredtigerBtree
         | Engine::Lmdb
+        | Engine::LmdbCurrent
         | Engine::Redb => {
             "it is a B-tree: there is no memtable, L0 or level to hold in a shape"
         }
@@ -959,7 +963,7 @@ fn engines_of(records: &[Record]) -> Vec<Engine> {
 /// notes (docs/bench.md has the whole table).
 fn column_caveat(engine: Engine) -> Option<&'static str> {
     match engine {
-        Engine::Rocksdb => Some(
+        Engine::Rocksdb | Engine::RocksdbCurrent => Some(
             "perf context counters. Trees searched by point queries count non-empty memtables only (spinney's count the empty one too), plus the filters consulted (with bloom) or the data blocks read (without: an upper bound, as a key past a block's last key reads the next block too); by range queries, the merging iterator's children. Keys compared also count the merging heap's and the file pickers' comparisons.",
         ),
         _ => None,
@@ -1224,10 +1228,17 @@ mod tests {
             check_engines(&[Engine::Rocksdb]).is_ok(),
             Engine::Rocksdb.is_built()
         );
+        assert_eq!(
+            check_engines(&[Engine::RocksdbCurrent]).is_ok(),
+            Engine::RocksdbCurrent.is_built()
+        );
         for engine in Engine::ALL {
             if matches!(
                 engine,
-                Engine::SpinneyLsm | Engine::SpinneyLsmMapped | Engine::Rocksdb
+                Engine::SpinneyLsm
+                    | Engine::SpinneyLsmMapped
+                    | Engine::Rocksdb
+                    | Engine::RocksdbCurrent
             ) {
                 continue;
             }
