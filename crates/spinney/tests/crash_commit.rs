@@ -736,7 +736,7 @@ fn open_after_damage_to_a_synced_commit(
     };
     let mut last = WriteBatch::new();
     last.put(&tables[1], b"last", &[b'L'; 600]);
-    db.write_with(last, full.clone()).expect("the Full commit");
+    db.write_with(last, full).expect("the Full commit");
     if then_another {
         let mut next = WriteBatch::new();
         next.put(&tables[1], b"next", b"n");
@@ -807,7 +807,9 @@ fn damage_in_the_newest_full_commit_group_after_a_power_loss_ends_the_log_before
     let t0 = db.table(TABLES[0]).expect("table");
     for i in 0..30u32 {
         assert!(
-            t0.get(format!("k{i:04}").as_bytes()).expect("get").is_some(),
+            t0.get(format!("k{i:04}").as_bytes())
+                .expect("get")
+                .is_some(),
             "commit {i}, synced and covered by a durable mark, is missing"
         );
     }

@@ -265,6 +265,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 "op {i} {op:?}: after power was lost ({pending:?}) the tables hold \
                  neither the acknowledged commits nor them and the interrupted one"
             );
+            spinney::fs::count_checked_crash_image();
             models = found;
         }
     }

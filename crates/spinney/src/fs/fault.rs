@@ -615,12 +615,17 @@ fn overlay(file: &mut Vec<u8>, offset: usize, bytes: &[u8]) {
     }
 }
 
-/// The environment variable naming a file to which each simulated crash
-/// appends one byte, so that a torture run can count the crash images its
-/// suites checked (`scripts/torture.sh`). Unset: nothing is counted.
+/// The environment variable naming a file to which each crash image a
+/// test suite reopened and checked appends one byte
+/// (`count_checked_crash_image`), so that a torture run can count them
+/// (`scripts/torture.sh`). Unset: nothing is counted.
 pub const CRASH_COUNT_FILE: &str = "SPINNEY_CRASH_COUNT_FILE";
 
-fn count_crash_image() {
+/// Counts one crash image that a test suite reopened after a simulated
+/// power loss and checks (see `CRASH_COUNT_FILE`). Crashes that set a test
+/// up, or whose image is crashed again before it is checked, are not
+/// counted: the suites call this from their reopen after a crash.
+pub fn count_checked_crash_image() {
     use std::io::Write;
     if let Some(path) = std::env::var_os(CRASH_COUNT_FILE) {
         if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -719,7 +724,6 @@ impl FaultFs {
     /// ```
     pub fn crash_with(&self, pending: PendingWrites) {
         self.state.lock().crash(pending);
-        count_crash_image();
     }
 
     /// Makes mutating operation number `mutating_ops() + after_ops` fail

@@ -32,7 +32,7 @@ pub(crate) mod mem;
 #[cfg(feature = "testing")]
 mod fault;
 #[cfg(feature = "testing")]
-pub use fault::{FaultFs, FaultKind, PendingWrites};
+pub use fault::{count_checked_crash_image, FaultFs, FaultKind, PendingWrites};
 
 /// A file system: the operations spinney needs, and nothing more.
 ///

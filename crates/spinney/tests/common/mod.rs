@@ -149,6 +149,13 @@ pub fn each_way(seed: u64) -> [PendingWrites; 3] {
 /// succeed: damage that no sync mark proves synced, in the newest log
 /// segment or the manifest's last edit, is what a power loss leaves of
 /// unsynced writes, and the log or manifest ends before it.
+///
+/// Each call counts one checked crash image for the torture run
+/// (`spinney::fs::count_checked_crash_image`): the caller checks what it
+/// opened, and a failed check fails the run.
 pub fn reopen_after_crash(ctx: &str, pending: PendingWrites, opts: &Options) -> Db {
-    Db::open(DB, opts.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen after {pending:?}: {e}"))
+    let db = Db::open(DB, opts.clone())
+        .unwrap_or_else(|e| panic!("{ctx}: reopen after {pending:?}: {e}"));
+    spinney::fs::count_checked_crash_image();
+    db
 }
