@@ -711,6 +711,19 @@ fn workload_without_faults_survives_close_and_reopen_btree() {
     survives_close_and_reopen(&common::btree_table(), 100..130);
 }
 
+/// Loses power (everything unsynced lost) under `db`, which is dropped,
+/// and returns the path of the newest log segment.
+fn lose_power_and_find_the_log(fs: &FaultFs, db: Db, tables: Vec<Table>) -> std::path::PathBuf {
+    fs.inject(0, FaultKind::Crash);
+    drop_within_seconds(db, tables, "power loss");
+    fs.crash(None);
+    fs.files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
+        .max()
+        .expect("a log segment")
+}
+
 /// Writes 30 commits under `durability`, then one `Full` commit whose value
 /// is 600 bytes of `L` (and, with `then_another`, one more `Full` commit);
 /// loses power (everything unsynced lost); flips a byte in the middle of
@@ -742,15 +755,7 @@ fn open_after_damage_to_a_synced_commit(
         next.put(&tables[1], b"next", b"n");
         db.write_with(next, full).expect("the next Full commit");
     }
-    fs.inject(0, FaultKind::Crash);
-    drop_within_seconds(db, tables, "power loss");
-    fs.crash(None);
-    let segment = fs
-        .files()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
-        .max()
-        .expect("a log segment");
+    let segment = lose_power_and_find_the_log(&fs, db, tables);
     let bytes = fs.read_all(&segment).expect("read the log");
     let at = bytes
         .windows(600)
@@ -835,15 +840,7 @@ fn damage_a_sync_mark_proves_synced_is_corruption_even_after_a_power_loss() {
     let mut model = vec![State::new(); 2];
     let batches = some_batches(77, 40);
     write_acknowledged(&db, &tables, &mut model, &batches);
-    fs.inject(0, FaultKind::Crash);
-    drop_within_seconds(db, tables, "power loss");
-    fs.crash(None);
-    let segment = fs
-        .files()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
-        .max()
-        .expect("a log segment");
+    let segment = lose_power_and_find_the_log(&fs, db, tables);
     // Past the first few records (the batches are a few hundred bytes).
     assert!(fs.corrupt_byte(&segment, 2000, 0x40), "flip inside the log");
     match Db::open(DB, opts.clone()) {
