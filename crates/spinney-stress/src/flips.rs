@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use spinney::{Db, Durability, Options, TableOptions, WriteBatch, WriteOptions};
+use spinney::{Db, Durability, Options, Table, TableOptions, WriteBatch, WriteOptions};
 
 /// What a built database holds, the same in both tables: `base`, every
 /// key written up to the last sync of the log with its value (None: it was
@@ -114,6 +114,18 @@ fn value(i: u32, round: u32) -> Vec<u8> {
     v
 }
 
+/// One commit that puts `v` at `k` (deletes `k` when None) in both tables.
+fn in_both(lsm: &Table, btree: &Table, k: &[u8], v: Option<&[u8]>) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    for t in [lsm, btree] {
+        match v {
+            Some(v) => batch.put(t, k, v),
+            None => batch.delete(t, k),
+        }
+    }
+    batch
+}
+
 /// The commits after the last sync in the unsynced image.
 const TAIL: u32 = 60;
 
@@ -149,19 +161,13 @@ fn build(dir: &Path, unsynced: bool) -> Result<(Expected, BTreeMap<String, Vec<u
     for (round, keys) in [(0u32, 0..1200u32), (1, 800..1400)] {
         for i in keys {
             let k = format!("key{i:05}").into_bytes();
-            let mut batch = WriteBatch::new();
             let v = if i % 17 == 5 && round == 1 {
                 None
             } else {
                 Some(value(i, round))
             };
-            for t in [&lsm, &btree] {
-                match &v {
-                    Some(v) => batch.put(t, &k, v),
-                    None => batch.delete(t, &k),
-                }
-            }
-            db.write(batch).map_err(e)?;
+            db.write(in_both(&lsm, &btree, &k, v.as_deref()))
+                .map_err(e)?;
             expected.base.insert(k, v);
         }
         if round == 0 {
@@ -176,12 +182,8 @@ fn build(dir: &Path, unsynced: bool) -> Result<(Expected, BTreeMap<String, Vec<u
     }
     // Everything so far synced (and its sync mark with it).
     let k = b"synced".to_vec();
-    let mut batch = WriteBatch::new();
-    for t in [&lsm, &btree] {
-        batch.put(t, &k, b"by a Full commit");
-    }
     db.write_with(
-        batch,
+        in_both(&lsm, &btree, &k, Some(b"by a Full commit")),
         WriteOptions {
             durability: Some(Durability::Full),
         },
@@ -191,11 +193,7 @@ fn build(dir: &Path, unsynced: bool) -> Result<(Expected, BTreeMap<String, Vec<u
     for i in 0..TAIL {
         let k = format!("tail{i:05}").into_bytes();
         let v = value(i, 2);
-        let mut batch = WriteBatch::new();
-        for t in [&lsm, &btree] {
-            batch.put(t, &k, &v);
-        }
-        db.write(batch).map_err(e)?;
+        db.write(in_both(&lsm, &btree, &k, Some(&v))).map_err(e)?;
         expected.tail.push((k, v));
     }
     // The files as the page cache holds them, before close adds its mark.

@@ -534,6 +534,7 @@ fn check(args: &Args, work: &Path, state: &mut State, deep: bool) -> Result<Chec
 
 /// What a run saw: kills, violations, batches acknowledged, key reads
 /// checked.
+#[derive(Default)]
 struct Totals {
     kills: u64,
     violations: usize,
@@ -684,13 +685,7 @@ fn main() -> ExitCode {
         Ok(t) => (t, 0),
         Err(e) => {
             eprintln!("{e}");
-            let none = Totals {
-                kills: 0,
-                violations: 0,
-                batches: 0,
-                reads: 0,
-            };
-            (none, 1)
+            (Totals::default(), 1)
         }
     };
     let Totals {

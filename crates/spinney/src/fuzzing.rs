@@ -97,9 +97,8 @@ fn log_segment_decode(data: &[u8]) {
 
 /// Records made from `data` (two bytes each, at most eight: a length in
 /// units of 131 bytes, so that records span the log's blocks, and a fill),
-/// written with
-/// the log's writer, then read back whole, cut short, and with one byte
-/// flipped.
+/// written with the log's writer, then read back whole, cut short, and
+/// with one byte flipped.
 fn log_segment_round_trip(data: &[u8]) {
     let Some((rest, where_bytes)) = data.split_last_chunk::<4>() else {
         return;

@@ -256,16 +256,22 @@ impl Engine {
         }
     }
 
-    /// The error for an engine this build does not have.
-    pub(crate) fn not_built(self) -> String {
-        let twin = match self {
+    /// The other build of the same library (Debian's or the current one),
+    /// for RocksDB and LMDB: the two define the same C symbols, so a build
+    /// of the lab has at most one of them.
+    pub(crate) fn twin(self) -> Option<Engine> {
+        match self {
             Engine::Rocksdb => Some(Engine::RocksdbCurrent),
             Engine::RocksdbCurrent => Some(Engine::Rocksdb),
             Engine::Lmdb => Some(Engine::LmdbCurrent),
             Engine::LmdbCurrent => Some(Engine::Lmdb),
             _ => None,
-        };
-        if let Some(twin) = twin.filter(|t| t.is_built()) {
+        }
+    }
+
+    /// The error for an engine this build does not have.
+    pub(crate) fn not_built(self) -> String {
+        if let Some(twin) = self.twin().filter(|t| t.is_built()) {
             // The two share their C symbols, so a build has one of them.
             return format!(
                 "this build of spinney-bench has {twin} in place of {}: the two define the same C symbols, so one binary holds one of them; {}",
@@ -912,6 +918,8 @@ mod tests {
             (Engine::Rocksdb, Engine::RocksdbCurrent),
             (Engine::Lmdb, Engine::LmdbCurrent),
         ] {
+            assert_eq!(debian.twin(), Some(current));
+            assert_eq!(current.twin(), Some(debian));
             assert!(!(debian.is_built() && current.is_built()), "{debian}");
             assert_eq!(debian.kind(), current.kind());
             assert_eq!(debian.marker(), current.marker());
