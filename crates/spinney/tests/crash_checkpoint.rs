@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use common::checkpointed::{build, check_recovery, checkpoint_span, quiet_options, Built};
 use common::load::{batches, load, open_busy};
-use common::model::{key, matching_prefixes, write_batch, State};
+use common::model::{key, matching_prefixes, write_batch, Change, State};
 use common::{
     btree_table, check_scans, drop_within_seconds, each_way, read_all, reopen_after_crash,
     table_stats, DB,
@@ -155,7 +155,7 @@ fn io_error_in_a_checkpoint(kind: FaultKind) {
                     }
                     let again = built.db.write(write_batch(
                         &built.tables,
-                        &vec![(1, b"after".to_vec(), None)],
+                        &vec![(1, b"after".to_vec(), Change::Delete)],
                     ));
                     assert!(
                         matches!(again, Err(Error::ReadOnly { .. })),

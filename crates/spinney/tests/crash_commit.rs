@@ -5,8 +5,9 @@
 //! background and explicit ones in the load), the database reopens to a
 //! state the durability level promises: with `Full`, every acknowledged
 //! commit and possibly the one in flight; with `Normal` and `Off`, some
-//! prefix of the commits tried, never shorter than what an explicit flush
-//! or checkpoint made durable. A batch is all there or not at all, across
+//! prefix of the commits tried, never shorter than what the log had synced
+//! (by an explicit or background flush or checkpoint, or a segment closing;
+//! `Stats::synced_seqno` read after each step). A batch is all there or not at all, across
 //! tables and across table kinds. An I/O error in a commit makes the
 //! database read-only and loses nothing acknowledged.
 //!
@@ -34,7 +35,9 @@ use std::time::Duration;
 
 use common::files::check_files;
 use common::load::{at_rest_options, batches, load, load_tables, open_busy, Step};
-use common::model::{apply, matching_prefixes, state_after, write_batch, Batch, State};
+use common::model::{
+    apply, matching_prefixes, state_after, write_batch, write_single, Batch, State,
+};
 use common::two_tables::{
     open_tables, options, random_entry, some_batches, write_acknowledged, TABLES,
 };
@@ -55,9 +58,15 @@ struct Outcome {
     /// Batches whose commit returned Ok.
     acknowledged: usize,
     /// Batches acknowledged before the last `Db::flush` or `Db::checkpoint`
-    /// that returned Ok: its log sync made them durable, whatever the
-    /// durability.
+    /// that returned Ok (its log sync made them durable, whatever the
+    /// durability), or covered by the newest `Stats::synced_seqno` seen
+    /// after a step, whichever is more: the syncs of background flushes
+    /// and checkpoints, of segments closed at `wal_segment_size`, and of
+    /// `Full` commits count as well.
     durable: usize,
+    /// The seqno of each acknowledged batch (one writer: the newest after
+    /// it returned).
+    seqnos: Vec<u64>,
     /// Explicit flushes and checkpoints that returned Ok.
     syncs: usize,
     /// The first error, if any.
@@ -77,16 +86,11 @@ fn run_plan(db: &Db, tables: &[Table], plan: &[Step], pace: Option<Duration>) ->
                 }
                 out.attempted += 1;
                 db.write(write_batch(tables, b))
-                    .map(|()| out.acknowledged += 1)
+                    .map(|()| out.acknowledge(db))
             }
             Step::Single(b) => {
                 out.attempted += 1;
-                let (table, key, value) = &b[0];
-                match value {
-                    Some(v) => tables[*table].put(key, v),
-                    None => tables[*table].delete(key),
-                }
-                .map(|()| out.acknowledged += 1)
+                write_single(tables, &b[0]).map(|()| out.acknowledge(db))
             }
             Step::Flush | Step::Checkpoint => {
                 let synced = if matches!(step, Step::Flush) {
@@ -100,12 +104,24 @@ fn run_plan(db: &Db, tables: &[Table], plan: &[Step], pace: Option<Duration>) ->
                 })
             }
         };
+        // What the engine says its log has synced is what a power loss
+        // must keep (a sync that failed claims nothing).
+        let synced = db.stats().synced_seqno;
+        let covered = out.seqnos.partition_point(|&s| s <= synced);
+        out.durable = out.durable.max(covered);
         if let Err(e) = result {
             out.error = Some(e.to_string());
             break;
         }
     }
     out
+}
+
+impl Outcome {
+    fn acknowledge(&mut self, db: &Db) {
+        self.acknowledged += 1;
+        self.seqnos.push(db.snapshot().seqno());
+    }
 }
 
 /// Runs `plan` as `run_plan` does. With `driver`, a second thread calls
@@ -133,7 +149,7 @@ fn run(db: &Db, tables: &[Table], plan: &[Step], driver: bool, pace: Option<Dura
 
 /// The `Full` promise: every acknowledged batch and perhaps the one in
 /// flight. `Normal` and `Off`: a prefix of the attempted batches, no
-/// shorter than what an explicit flush or checkpoint made durable.
+/// shorter than what the log was last seen to have synced.
 fn allowed_prefixes(durability: Durability, out: &Outcome) -> (usize, usize) {
     match durability {
         Durability::Full => (out.acknowledged, out.attempted),
@@ -273,7 +289,7 @@ fn full_durability_keeps_every_acknowledged_batch_across_crashes() {
 #[test]
 fn normal_durability_recovers_a_prefix_across_crashes() {
     // Goal: with `Normal`, the recovered state is a prefix of the batches
-    // tried, no shorter than the last explicit flush made durable.
+    // tried, no shorter than what the log was last seen to have synced.
     for seed in [4, 5, 6] {
         crash_at_spread_points(&CrashCase {
             seed,
@@ -440,7 +456,8 @@ fn crashes_under_a_load_with_background_checkpoints_keep_every_acknowledged_full
 fn crashes_under_a_load_with_background_checkpoints_recover_a_prefix_normal_and_off() {
     // Goal: with Normal and Off commits, the recovered state is exactly the
     // state after some prefix of the batches tried, never a mix, and never
-    // shorter than what the last explicit checkpoint made durable.
+    // shorter than what the log was last seen to have synced (by a
+    // checkpoint of either kind or a segment closing).
     for (seed, durability) in [(32, Durability::Normal), (33, Durability::Off)] {
         crash_under_load(&LoadCase {
             seed,

@@ -35,7 +35,7 @@ mod common;
 use std::sync::Arc;
 
 use common::files::check_files;
-use common::model::{apply, key, value, write_batch, Batch, State};
+use common::model::{apply, random_change, value, write_batch, Batch, State};
 use common::two_tables::{open_tables, ops_of, options, some_batches, write_acknowledged, TABLES};
 use common::{
     check_recovered, check_scans, drop_within_seconds, each_way, kinds, read_all,
@@ -499,9 +499,10 @@ fn load(seed: u64, batches: usize) -> Vec<Batch> {
             (0..rng.gen_range(1..40))
                 .map(|_| {
                     let table = rng.gen_range(0..2);
-                    let key = key(rng.gen_range(0..3000));
-                    let value = (!rng.gen_bool(0.15)).then(|| value(&mut rng, 20..200));
-                    (table, key, value)
+                    let n = rng.gen_range(0..3000);
+                    let (key, change) =
+                        random_change(&mut rng, n, 3000, 1, 14, |rng| value(rng, 20..200));
+                    (table, key, change)
                 })
                 .collect()
         })

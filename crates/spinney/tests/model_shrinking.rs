@@ -5,7 +5,8 @@
 //! Method: an LSM table and a B-tree table in one database on the
 //! fault-injecting file system, `Full` durability, no background threads
 //! (work runs inside the calls, so a sequence runs the same every time).
-//! Operations: puts, deletes, batches over both tables, point reads, scans
+//! Operations: puts, deletes, range deletes, batches of them over both
+//! tables, point reads, scans
 //! both ways, flushes, checkpoints, `compact_all`, clean reopens, and power
 //! lost a few file operations later, in each of the three ways a crash can
 //! treat pending writes. Every read is checked against a `BTreeMap` model of
@@ -29,8 +30,14 @@ use spinney::{Db, Durability, Options, Table, TableOptions, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// A change of one key: a value (its length and fill byte), or a delete.
-type Change = (u8, Option<(u16, u8)>);
+/// A change of the key of a number: a value (its length and fill byte), a
+/// delete, or a range delete of a count of keys from it.
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    Put(u8, (u16, u8)),
+    Delete(u8),
+    DeleteRange(u8, u8),
+}
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -78,13 +85,18 @@ fn value((len, fill): (u16, u8)) -> Vec<u8> {
 }
 
 fn change() -> impl Strategy<Value = Change> {
-    (
-        any::<u8>(),
-        prop_oneof![
-            3 => (0u16..3000, any::<u8>()).prop_map(Some),
-            1 => Just(None),
-        ],
-    )
+    prop_oneof![
+        12 => (any::<u8>(), (0u16..3000, any::<u8>())).prop_map(|(k, v)| Change::Put(k, v)),
+        4 => any::<u8>().prop_map(Change::Delete),
+        1 => (any::<u8>(), 1u8..24).prop_map(|(k, n)| Change::DeleteRange(k, n)),
+    ]
+}
+
+/// The keys a range delete of `count` keys from the key of `from` removes
+/// (past the last key too: it may end above every key there is).
+fn range(from: u8, count: u8) -> std::ops::Range<Vec<u8>> {
+    let from = from % 64;
+    key(from)..format!("key{:03}", from + count).into_bytes()
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -146,11 +158,20 @@ fn scan(table: &Table) -> Model {
 }
 
 fn apply(models: &mut [Model], changes: &[(usize, Change)]) {
-    for &(t, (k, v)) in changes {
-        match v {
-            Some(v) => models[t].insert(key(k), value(v)),
-            None => models[t].remove(&key(k)),
-        };
+    for &(t, change) in changes {
+        let model = &mut models[t];
+        match change {
+            Change::Put(k, v) => {
+                model.insert(key(k), value(v));
+            }
+            Change::Delete(k) => {
+                model.remove(&key(k));
+            }
+            Change::DeleteRange(from, count) => {
+                let range = range(from, count);
+                model.retain(|k, _| !range.contains(k));
+            }
+        }
     }
 }
 
@@ -166,19 +187,24 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         let result: spinney::Result<()> = match op {
             Op::Write { table, change } => {
                 changes.push((*table, *change));
-                let (k, v) = change;
-                match v {
-                    Some(v) => tables[*table].put(&key(*k), &value(*v)),
-                    None => tables[*table].delete(&key(*k)),
+                let table = &tables[*table];
+                match *change {
+                    Change::Put(k, v) => table.put(&key(k), &value(v)),
+                    Change::Delete(k) => table.delete(&key(k)),
+                    Change::DeleteRange(from, count) => table.delete_range(range(from, count)),
                 }
             }
             Op::Batch(batch) => {
                 changes.clone_from(batch);
                 let mut b = WriteBatch::new();
-                for &(t, (k, v)) in batch {
-                    match v {
-                        Some(v) => b.put(&tables[t], &key(k), &value(v)),
-                        None => b.delete(&tables[t], &key(k)),
+                for &(t, change) in batch {
+                    let table = &tables[t];
+                    match change {
+                        Change::Put(k, v) => b.put(table, &key(k), &value(v)),
+                        Change::Delete(k) => b.delete(table, &key(k)),
+                        Change::DeleteRange(from, count) => {
+                            b.delete_range(table, range(from, count))
+                        }
                     };
                 }
                 db.write(b)

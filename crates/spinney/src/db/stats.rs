@@ -341,6 +341,23 @@ pub struct Stats {
     pub wal_syncs: u64,
     /// Bytes of records appended to the log.
     pub wal_bytes: u64,
+    /// The newest sequence number (`Snapshot::seqno`) that the log has
+    /// synced: the commit that took it and every commit before it survive
+    /// a power loss. Under `Normal` and `Off` the commits after it are
+    /// those a power loss may lose.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?; // Normal
+    /// let t = db.create_table("t", spinney::TableOptions::lsm())?;
+    /// t.put(b"k", b"v")?;
+    /// assert!(db.stats().synced_seqno < db.snapshot().seqno());
+    /// db.flush()?; // syncs the log
+    /// assert_eq!(db.stats().synced_seqno, db.snapshot().seqno());
+    /// # Ok(()) }
+    /// ```
+    pub synced_seqno: u64,
     /// Memtables flushed.
     pub flushes: u64,
     /// Bytes of SSTs written by flushes.
@@ -530,6 +547,7 @@ pub(super) fn collect(db: &DbInner) -> Stats {
         commit_groups: get(&c.commit_groups),
         wal_syncs: get(&c.wal_syncs),
         wal_bytes: get(&c.wal_bytes),
+        synced_seqno: db.wal.lock().synced_seqno,
         flushes: get(&c.flushes),
         flush_bytes: get(&c.flush_bytes),
         compactions: get(&c.compactions),
@@ -562,8 +580,8 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "wal                {} bytes, {} syncs",
-            self.wal_bytes, self.wal_syncs
+            "wal                {} bytes, {} syncs, synced through seqno {}",
+            self.wal_bytes, self.wal_syncs, self.synced_seqno
         )?;
         writeln!(
             f,

@@ -16,7 +16,7 @@ use spinney::fs::{FaultFs, PendingWrites};
 use spinney::{Db, Durability, Options, Table};
 
 use super::files::check_files;
-use super::model::{apply, key, overflow_value, write_batch, Batch, State};
+use super::model::{apply, key, overflow_value, random_change, write_batch, Batch, Change, State};
 use super::{btree_table, check_recovered, read_all, reopen_after_crash, table_stats, DB};
 
 pub const CKPT_TABLES: [&str; 2] = ["main", "side"];
@@ -40,16 +40,21 @@ pub fn quiet_options(fs: &Arc<FaultFs>) -> Options {
 }
 
 /// `count` batches of `ops` entries: 9 in 10 to "main", 1 in 10 to
-/// "side"; keys from `0..keys`; `deletes` percent deletes.
+/// "side"; keys from `0..keys`; `deletes` percent deletes, two of them
+/// (if `deletes` is at least 2) range deletes of 1 to 30 keys.
 pub fn round(rng: &mut StdRng, count: usize, ops: usize, keys: u32, deletes: u32) -> Vec<Batch> {
     (0..count)
         .map(|_| {
             (0..ops)
                 .map(|_| {
                     let table = usize::from(rng.gen_range(0..10) == 0);
-                    let k = key(rng.gen_range(0..keys));
-                    let v = (rng.gen_range(0..100) >= deletes).then(|| overflow_value(rng, 5));
-                    (table, k, v)
+                    let n = rng.gen_range(0..keys);
+                    let ranges = deletes.min(2);
+                    let (k, change) =
+                        random_change(rng, n, keys, ranges, deletes - ranges, |rng| {
+                            overflow_value(rng, 5)
+                        });
+                    (table, k, change)
                 })
                 .collect()
         })
@@ -97,7 +102,7 @@ pub fn build(fs: &Arc<FaultFs>) -> Built {
     built.db.checkpoint().expect("second checkpoint");
     // Delete a dense run of keys (small leaves merge), then more mixed
     // writes.
-    let dense: Batch = (200..500).map(|n| (0, key(n), None)).collect();
+    let dense: Batch = (200..500).map(|n| (0, key(n), Change::Delete)).collect();
     commit(&mut built, &[dense]);
     let third = round(&mut rng, 30, 25, 1500, 30);
     commit(&mut built, &third);

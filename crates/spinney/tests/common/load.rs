@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use spinney::fs::FaultFs;
 use spinney::{Db, Durability, Options, Table, TableOptions};
 
-use super::model::{key, overflow_value, Batch};
+use super::model::{overflow_value, random_change, Batch};
 use super::{btree_table, lsm_table, DB};
 
 /// One step of a load.
@@ -56,9 +56,10 @@ pub fn load(seed: u64, steps: usize, tables: usize) -> Vec<Step> {
                         } else {
                             rng.gen_range(0..tables)
                         };
-                        let k = key(rng.gen_range(0..3000));
-                        let v = (!rng.gen_bool(0.15)).then(|| overflow_value(&mut rng, 3));
-                        (table, k, v)
+                        let n = rng.gen_range(0..3000);
+                        let (k, change) =
+                            random_change(&mut rng, n, 3000, 1, 14, |rng| overflow_value(rng, 3));
+                        (table, k, change)
                     })
                     .collect(),
             )

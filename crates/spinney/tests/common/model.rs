@@ -1,6 +1,6 @@
 //! The model the crash tests compare a recovered database with: a
-//! `BTreeMap` per table, batches of puts and deletes over several tables,
-//! and the prefixes of a sequence of batches a state can be.
+//! `BTreeMap` per table, batches of puts, deletes and range deletes over
+//! several tables, and the prefixes of a sequence of batches a state can be.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -12,8 +12,17 @@ use spinney::{Table, WriteBatch};
 /// The contents of one table.
 pub type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// A batch: (table index, key, value or None for a delete).
-pub type Batch = Vec<(usize, Vec<u8>, Option<Vec<u8>>)>;
+/// What one entry of a batch does to its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Put(Vec<u8>),
+    Delete,
+    /// Deletes every key from the entry's key up to this one (excluded).
+    DeleteTo(Vec<u8>),
+}
+
+/// A batch: (table index, key, change).
+pub type Batch = Vec<(usize, Vec<u8>, Change)>;
 
 /// The key of number `n`: "key" and five digits, so keys sort as numbers.
 pub fn key(n: u32) -> Vec<u8> {
@@ -44,11 +53,21 @@ pub fn value(rng: &mut StdRng, len: Range<usize>) -> Vec<u8> {
 
 /// Applies `batch` to the models of the tables it writes.
 pub fn apply(models: &mut [State], batch: &Batch) {
-    for (table, key, value) in batch {
-        match value {
-            Some(v) => models[*table].insert(key.clone(), v.clone()),
-            None => models[*table].remove(key),
-        };
+    for (table, key, change) in batch {
+        let model = &mut models[*table];
+        match change {
+            Change::Put(v) => {
+                model.insert(key.clone(), v.clone());
+            }
+            Change::Delete => {
+                model.remove(key);
+            }
+            Change::DeleteTo(end) => {
+                if key < end {
+                    model.retain(|k, _| k < key || k >= end);
+                }
+            }
+        }
     }
 }
 
@@ -64,13 +83,51 @@ pub fn state_after(batches: &[Batch], tables: usize) -> Vec<State> {
 /// `batch` as a `WriteBatch` over `tables`.
 pub fn write_batch(tables: &[Table], batch: &Batch) -> WriteBatch {
     let mut b = WriteBatch::new();
-    for (table, key, value) in batch {
-        match value {
-            Some(v) => b.put(&tables[*table], key, v),
-            None => b.delete(&tables[*table], key),
+    for (table, key, change) in batch {
+        let table = &tables[*table];
+        match change {
+            Change::Put(v) => b.put(table, key, v),
+            Change::Delete => b.delete(table, key),
+            Change::DeleteTo(end) => b.delete_range(table, key.as_slice()..end.as_slice()),
         }
     }
     b
+}
+
+/// Commits `entry` alone through its table's own call (`put`, `delete` or
+/// `delete_range`), not through a `WriteBatch`.
+pub fn write_single(
+    tables: &[Table],
+    (table, key, change): &(usize, Vec<u8>, Change),
+) -> spinney::Result<()> {
+    let table = &tables[*table];
+    match change {
+        Change::Put(v) => table.put(key, v),
+        Change::Delete => table.delete(key),
+        Change::DeleteTo(end) => table.delete_range(key.as_slice()..end.as_slice()),
+    }
+}
+
+/// A random change of key number `n` of `key`'s keys, below `keys`:
+/// `range_percent` in 100 a range delete of 1 to 30 keys from it,
+/// `delete_percent` a delete, otherwise a put of `put()`.
+pub fn random_change(
+    rng: &mut StdRng,
+    n: u32,
+    keys: u32,
+    range_percent: u32,
+    delete_percent: u32,
+    put: impl FnOnce(&mut StdRng) -> Vec<u8>,
+) -> (Vec<u8>, Change) {
+    let roll = rng.gen_range(0..100);
+    let change = if roll < range_percent {
+        Change::DeleteTo(key((n + rng.gen_range(1..=30)).min(keys)))
+    } else if roll < range_percent + delete_percent {
+        Change::Delete
+    } else {
+        Change::Put(put(rng))
+    };
+    (key(n), change)
 }
 
 /// The prefix lengths `n` in `lo..=hi` whose models after the first `n`

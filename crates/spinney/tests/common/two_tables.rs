@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use spinney::fs::FaultFs;
 use spinney::{Db, Durability, Options, Table, TableOptions};
 
-use super::model::{apply, key, value, write_batch, Batch, State};
+use super::model::{apply, random_change, value, write_batch, Batch, Change, State};
 use super::{drop_within_seconds, DB};
 
 /// The names of the two tables.
@@ -32,13 +32,13 @@ pub fn open_tables(db: &Db, table: &TableOptions) -> Vec<Table> {
         .collect()
 }
 
-/// One put or delete (15 in 100) to either table, over 1,500 keys; values
-/// of 28 to 307 bytes.
-pub fn random_entry(rng: &mut StdRng) -> (usize, Vec<u8>, Option<Vec<u8>>) {
+/// One put, delete (15 in 100) or range delete of 1 to 30 keys (2 in 100)
+/// to either table, over 1,500 keys; values of 28 to 307 bytes.
+pub fn random_entry(rng: &mut StdRng) -> (usize, Vec<u8>, Change) {
     let table = rng.gen_range(0..TABLES.len());
-    let key = key(rng.gen_range(0..1500));
-    let value = (!rng.gen_bool(0.15)).then(|| value(rng, 20..300));
-    (table, key, value)
+    let n = rng.gen_range(0..1500);
+    let (key, change) = random_change(rng, n, 1500, 2, 15, |rng| value(rng, 20..300));
+    (table, key, change)
 }
 
 /// `count` seeded batches of 1 to 10 entries.
