@@ -63,7 +63,6 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeExample;
 
-mod batch;
 pub(crate) mod btree;
 pub(crate) mod cache;
 pub(crate) mod counter;
@@ -85,12 +84,11 @@ pub(crate) mod prefetch;
 pub(crate) mod read_context;
 pub(crate) mod wal;
 
-pub use batch::WriteBatch;
 pub use btree::BtreeShape;
 pub use cache::CacheStats;
 pub use db::{
     BtreeStats, Cursor, Db, LevelStats, Range, ReadOptions, Shape, ShapeLevel, Snapshot, Stats,
-    Table, TableInfo, TableStats, Transaction, TxRange, WorkDone, TRANSACT_ATTEMPTS,
+    Table, TableInfo, TableStats, Transaction, TxRange, WorkDone, WriteBatch, TRANSACT_ATTEMPTS,
 };
 pub use dump::dump;
 pub use error::{Error, Result};

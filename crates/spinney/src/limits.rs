@@ -100,8 +100,27 @@ pub const PAGE_BYTES_MAX: usize = 32 << 10;
 /// Number of levels of an LSM table, L0 included.
 pub const LSM_LEVELS: usize = 7;
 
+/// Bytes of a B-tree page that hold no cell: its framing on disk and its
+/// image's header (the layout in `btree/format.rs` is checked against it).
+pub const BTREE_PAGE_HEADER_BYTES: usize = 28;
+
+/// Bytes a B-tree leaf cell needs beside its user key, at most: its slot,
+/// the key's length, a value kept in overflow pages (its length, first
+/// page and page count) and the key's seqno trailer (checked in
+/// `btree/format.rs`).
+pub const BTREE_CELL_OVERHEAD_BYTES: usize = 32;
+
+/// The largest user key a B-tree table with `page_size`-byte pages takes:
+/// the room of a quarter of a page's cells, so that every page holds at
+/// least four cells (`TableOptions::max_key_len`).
+pub const fn btree_key_bytes_max(page_size: usize) -> usize {
+    (page_size - BTREE_PAGE_HEADER_BYTES) / 4 - BTREE_CELL_OVERHEAD_BYTES
+}
+
 const _: () = assert!(KEY_BYTES_MAX + VALUE_BYTES_MAX < BATCH_BYTES_MAX);
 const _: () = assert!(BLOCK_BYTES_MIN < BLOCK_BYTES_MAX);
 const _: () = assert!(WRITE_BUFFER_BYTES_MIN < WRITE_BUFFER_BYTES_MAX);
 const _: () = assert!(MANIFEST_BYTES_MIN <= MANIFEST_BYTES_DEFAULT);
 const _: () = assert!(VALUE_BYTES_MAX as u64 + KEY_BYTES_MAX as u64 * 2 < SST_BLOCK_BYTES_MAX);
+const _: () = assert!(btree_key_bytes_max(PAGE_BYTES_MAX) < KEY_BYTES_MAX);
+const _: () = assert!(btree_key_bytes_max(PAGE_BYTES_MIN) >= 512);

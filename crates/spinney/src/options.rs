@@ -503,7 +503,7 @@ impl TableOptions {
     pub fn max_key_len(&self) -> usize {
         match self.kind {
             TableKind::Lsm => limits::KEY_BYTES_MAX,
-            TableKind::Btree => crate::btree::max_key_len(self.page_size),
+            TableKind::Btree => limits::btree_key_bytes_max(self.page_size),
         }
     }
 }

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 
 use super::page::{u32_at, u64_at};
 use crate::encoding::{crc32c, crc32c2};
+use crate::limits;
 use crate::mvcc::key::{self, SEQNO_MAX};
 use crate::options::Compression;
 
@@ -63,11 +64,13 @@ const SECTOR: usize = 512;
 /// Bytes of one extent of the free map: first u64, pages u64.
 pub(crate) const FREE_EXTENT_BYTES: usize = 16;
 
-/// The largest user key a B-tree table with `page_size` pages takes: a
-/// quarter of a page, so that every page holds at least four cells.
-pub(crate) fn max_key_len(page_size: usize) -> usize {
-    max_cell_len(page_size) - 2 - 4 - 8 - 4 - key::TRAILER_BYTES
-}
+// The largest user key (`limits::btree_key_bytes_max`) fits a leaf cell
+// of `max_cell_len` holding a value in overflow pages: a key length u16,
+// the key and its seqno trailer, the value's length u32, its first
+// overflow page u64 and page count u32 (`page::leaf_cell`), and the slot.
+const _: () = assert!(limits::BTREE_PAGE_HEADER_BYTES == DISK_HEADER + HEADER);
+const _: () =
+    assert!(limits::BTREE_CELL_OVERHEAD_BYTES == SLOT + 2 + 4 + 8 + 4 + key::TRAILER_BYTES);
 
 pub(crate) fn max_cell_len(page_size: usize) -> usize {
     (page_size - DISK_HEADER - HEADER) / 4 - SLOT

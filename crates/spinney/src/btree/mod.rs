@@ -75,7 +75,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 pub(crate) use self::checkpoint::CheckpointCounters;
-pub(crate) use self::format::{max_key_len, Checkpoint};
+pub(crate) use self::format::Checkpoint;
 pub(crate) use self::free_space::TreeState;
 use self::pager::PageFile;
 pub use self::read::BtreeShape;

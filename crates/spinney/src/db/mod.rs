@@ -14,6 +14,7 @@
 //! `log::delete_obsolete` takes it) comes before `vs` and `wal`, and no
 //! earlier lock is taken under it.
 
+mod batch;
 mod cleaner;
 mod core;
 mod cursor;
@@ -35,6 +36,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
+pub use self::batch::WriteBatch;
 pub(crate) use self::core::Core;
 pub(crate) use self::log::Wal;
 pub use cursor::{Cursor, Range};
@@ -44,7 +46,6 @@ pub use table::{ReadOptions, Table};
 pub use transaction::{Transaction, TxRange};
 pub use work::WorkDone;
 
-use crate::batch::WriteBatch;
 use crate::btree::BtreeTable;
 use crate::cache::Cache;
 use crate::error::{Error, Result};

@@ -10,10 +10,10 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::batch::WriteBatch;
 use super::cursor::{Cursor, Range};
 use super::snapshot::Snapshot;
 use super::{work, write, Core, DbInner, Shape};
-use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::lsm::compaction;
 use crate::options::{TableOptions, WriteOptions};

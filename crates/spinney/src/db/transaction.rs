@@ -23,12 +23,12 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use super::batch::{KeyRange, WriteBatch};
 use super::cursor::Range;
 use super::snapshot::Snapshot;
 use super::table::{owned_bound, prefix_bounds, Table};
 use super::write::{self, Check};
 use super::DbInner;
-use crate::batch::{KeyRange, WriteBatch};
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::mvcc::range_del;
@@ -318,7 +318,7 @@ impl Transaction {
     ) -> Result<()> {
         self.check_table(table)?;
         let Some((start, end)) =
-            crate::batch::range_bounds(&range).map_err(Error::InvalidArgument)?
+            super::batch::range_bounds(&range).map_err(Error::InvalidArgument)?
         else {
             return Ok(());
         };

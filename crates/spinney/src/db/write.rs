@@ -18,9 +18,9 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
+use super::batch::{KeyRange, WriteBatch};
 use super::core::Applier;
 use super::{log, work, Core, DbInner};
-use crate::batch::{KeyRange, WriteBatch};
 use crate::error::{Error, Result};
 use crate::lsm::table::LsmTable;
 use crate::mvcc::key::Kind;

@@ -2,7 +2,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use crate::db::{Core, Table};
+use super::{Core, Table};
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::mvcc::key::Kind;
