@@ -1,7 +1,7 @@
-//! `BtreeIter`: a B-tree table as an `InternalIterator`, so that the LSM
-//! cursor (`lsm::cursor`) resolves versions, bounds and direction over it
-//! exactly as over an LSM table. It reads a leaf a window of entries at a
-//! time (see `BtreeIter`).
+//! `BtreeIter`: a B-tree table as an `InternalIterator`, so that the user
+//! cursor both kinds share (`mvcc::cursor::UserCursor`) resolves versions,
+//! bounds and direction over it exactly as over an LSM table. It reads a
+//! leaf a window of entries at a time (see `BtreeIter`).
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! `MappedLog`: a log segment appended to through a shared memory map
 //! (Linux), so that a commit's record reaches the page cache with one copy
 //! instead of a `write` system call (which cost about 40% of the writer's
-//! time in a commit of one small record: docs/performance.md, seventh
-//! session).
+//! time in a commit of one small record: docs/performance.md, 2026-11-26,
+//! f81b418).
 //!
 //! - A range of the file (`Sizes::map`, more than a segment holds) is
 //!   mapped `MAP_SHARED` up front, past the file's end, and appends copy
@@ -79,8 +79,8 @@ impl Sizes {
     /// background job syncs a file) is a slow commit. Reserving 4 MiB at a
     /// time, sixteen a segment, the LSM's p99.99 commit latency in a 2M-key
     /// fillrandom was 59-69 us, and 50-55 us with the segment reserved at
-    /// once (three alternating runs each; docs/performance.md, thirteenth
-    /// session). The cost: the open segment's file holds up to 64 MiB of
+    /// once (three alternating runs each; docs/performance.md, 2026-11-27,
+    /// 0d14234). The cost: the open segment's file holds up to 64 MiB of
     /// reserved zeros (RocksDB preallocates its log 1.1 write buffers at a
     /// time, for the same reason).
     pub(super) fn for_segment(bytes: u64) -> Sizes {
