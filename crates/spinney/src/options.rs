@@ -487,6 +487,25 @@ impl TableOptions {
         self.compaction.validate()
     }
 
+    /// What differs between a table's options and `asked` among those
+    /// fixed when the table was created (its kind, a B-tree's page size),
+    /// said as "is ...; asked for ...".
+    pub(crate) fn fixed_differs(&self, asked: &TableOptions) -> Option<String> {
+        if self.kind != asked.kind {
+            return Some(format!(
+                "is a {:?} table; asked for a {:?} table",
+                self.kind, asked.kind
+            ));
+        }
+        if self.kind == TableKind::Btree && self.page_size != asked.page_size {
+            return Some(format!(
+                "has {}-byte pages; asked for {}-byte pages",
+                self.page_size, asked.page_size
+            ));
+        }
+        None
+    }
+
     /// The longest user key the table takes.
     ///
     /// ```

@@ -1,7 +1,9 @@
 //! `Core`: a table of either kind, as the catalog holds it. What every
 //! table has (id, name, options, its dropped flag, its catalog record) and
-//! the operations whose work differs by kind (opening it at recovery and
-//! persisting what the log replayed into it, making room for a commit,
+//! the operations whose work differs by kind (creating and dropping it,
+//! opening it at recovery and persisting what the log replayed into it
+//! (the LSM's half in `lsm/recover.rs`), what a writer does before its
+//! commit and what the leader does to make room for it,
 //! applying entries and what follows publication (`Applier`), point reads,
 //! the log it still needs, its files, whether work is due, flush, manual
 //! compaction, shape, statistics, verify, the whole-state record) are
@@ -14,7 +16,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::MutexGuard;
 
@@ -25,11 +27,12 @@ use super::{work, DbInner};
 use crate::btree::iter::BtreeIter;
 use crate::btree::{BtreeTable, Lookup, TreeState};
 use crate::cache::Cache;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::file_names::{btree_name, sst_name};
 use crate::fs::Fs;
-use crate::lsm::table::{file_record, write_memtable, LsmTable, Mem};
-use crate::lsm::version::{FileMeta, Version};
+use crate::lsm::recover;
+use crate::lsm::table::{LsmTable, Mem};
+use crate::lsm::version::Version;
 use crate::manifest::{TableRecord, VersionEdit};
 use crate::mvcc::key::Kind;
 use crate::mvcc::Horizon;
@@ -43,6 +46,95 @@ pub(crate) enum Core {
 }
 
 impl Core {
+    /// Makes what a new table needs on disk before the manifest names it:
+    /// a B-tree table's file, synced, and its directory entry (a crash
+    /// before the manifest names it leaves an orphan that open removes).
+    /// After a failure nothing names what was made, which goes now (or at
+    /// the next open): the database is as it was. An LSM table needs
+    /// nothing until its first flush.
+    pub(super) fn create_files(
+        db: &DbInner,
+        id: u32,
+        options: &TableOptions,
+        flushed: u64,
+    ) -> Result<()> {
+        if options.kind == TableKind::Lsm {
+            return Ok(());
+        }
+        BtreeTable::create_file(&*db.fs, &db.dir, id, options, flushed)
+            .and_then(|()| db.fs.sync_dir(&db.dir))
+            .inspect_err(|_| {
+                let _ = db.fs.remove(&db.path(&btree_name(id)));
+            })
+    }
+
+    /// A new table, once the manifest names it (its files made by
+    /// `create_files`), whose entries are all newer than `flushed`.
+    pub(super) fn create(
+        db: &DbInner,
+        id: u32,
+        name: &str,
+        options: TableOptions,
+        flushed: u64,
+    ) -> Result<Core> {
+        if options.kind == TableKind::Lsm {
+            let version = Version::empty();
+            return Ok(Core::Lsm(Arc::new(LsmTable::new(
+                id,
+                name.to_string(),
+                options,
+                version,
+                flushed,
+            ))));
+        }
+        let owner = db.next_file_number.fetch_add(1, Ordering::AcqRel);
+        let cache = Arc::clone(&db.cache);
+        let t = BtreeTable::open(
+            &*db.fs,
+            &db.dir,
+            id,
+            name.to_string(),
+            options,
+            cache,
+            owner,
+            1,
+            0,
+            false,
+        )?;
+        // The log a new table needs starts now.
+        let wal_bytes = db.counters.wal_bytes.load(Ordering::Relaxed);
+        t.wal_bytes_at_checkpoint
+            .store(wal_bytes, Ordering::Release);
+        Ok(Core::Btree(Arc::new(t)))
+    }
+
+    /// Drops the table: the manifest records it, and its files go.
+    pub(super) fn drop_table(&self, db: &DbInner) -> Result<()> {
+        match self {
+            Core::Lsm(t) => work::drop_lsm(db, t),
+            Core::Btree(t) => work::drop_btree(db, t),
+        }
+    }
+
+    /// What a writer does for the table before its commit joins the queue
+    /// (the commit leader makes room for the whole group later: see
+    /// `make_room`). A B-tree table whose checkpoint is far behind (the
+    /// log it keeps is four times `checkpoint_wal_bytes`) is checkpointed
+    /// by the writer, so the log stays bounded even when no thread has
+    /// done it; counted as a stop.
+    pub(super) fn before_commit(&self, db: &Arc<DbInner>) -> Result<()> {
+        match self {
+            Core::Lsm(_) => Ok(()),
+            Core::Btree(t) => work::checkpoint_if_overdue(db, t),
+        }
+    }
+
+    /// An LSM table's current version, for the file cleaner to track.
+    pub(crate) fn live_version(&self) -> Option<Weak<Version>> {
+        self.lsm()
+            .map(|t| Arc::downgrade(&t.super_version().version))
+    }
+
     /// Opens a table the manifest records, at recovery: an LSM table over
     /// its recorded files (`manifest` names the manifest, for a corruption
     /// report), a B-tree table at its file's newest valid checkpoint (one
@@ -80,37 +172,15 @@ impl Core {
             )?;
             return Ok(Core::Btree(Arc::new(table)));
         }
-        let mut version = Version::empty();
-        for (level, files) in t.levels.iter().enumerate() {
-            let mut metas: Vec<Arc<FileMeta>> = files
-                .values()
-                .map(|r| {
-                    Arc::new(FileMeta::new(
-                        r.clone(),
-                        dir.join(sst_name(r.number)),
-                        Arc::clone(fs),
-                        Arc::clone(cache),
-                    ))
-                })
-                .collect();
-            if level == 0 {
-                metas.sort_by_key(|m| std::cmp::Reverse(m.record.seqno_max));
-            } else {
-                metas.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-            }
-            if let Some(l) = version.levels.get_mut(level) {
-                *l = metas;
-            }
-        }
-        let tombstones: Vec<_> = t.range_dels.values().cloned().collect();
-        version.change_range_dels(&tombstones, &[]);
-        if let Err(detail) = version.check() {
-            return Err(Error::corruption(
-                manifest,
-                0,
-                format!("table {:?}: {detail}", t.record.name),
-            ));
-        }
+        let version = recover::recorded_version(
+            fs,
+            dir,
+            cache,
+            &t.levels,
+            &t.range_dels,
+            manifest,
+            &t.record.name,
+        )?;
         Ok(Core::Lsm(Arc::new(LsmTable::new(
             t.record.id,
             t.record.name.clone(),
@@ -134,31 +204,7 @@ impl Core {
     ) -> Result<()> {
         match self {
             Core::Lsm(t) => {
-                t.freeze_memtable();
-                let sv = t.super_version();
-                let mut version = (*sv.version).clone();
-                for imm in &sv.imms {
-                    version.change_range_dels(&imm.range_dels(), &[]);
-                    let out = write_memtable(imm, &t.sst_options(), &mut || {
-                        let n = *next_file_number;
-                        *next_file_number += 1;
-                        Ok((n, fs.create(&dir.join(sst_name(n)))?))
-                    })?;
-                    for (number, info) in &out.files {
-                        let meta = FileMeta::new(
-                            file_record(*number, info, 0),
-                            dir.join(sst_name(*number)),
-                            Arc::clone(fs),
-                            Arc::clone(cache),
-                        );
-                        if let Some(l0) = version.levels.get_mut(0) {
-                            l0.insert(0, Arc::new(meta));
-                        }
-                    }
-                }
-                t.install(version, sv.imms.len());
-                t.persisted_seqno.store(last_seqno, Ordering::Release);
-                Ok(())
+                recover::persist_replayed(t, fs, dir, cache, last_seqno, next_file_number)
             }
             // The log being replayed is durable already; the manifest
             // started after recovery records the generation.

@@ -49,14 +49,13 @@ pub use work::WorkDone;
 use crate::btree::BtreeTable;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::file_names::btree_name;
 use crate::fs::{FileLock, Fs};
 use crate::limits;
 use crate::lsm::table::LsmTable;
 use crate::lsm::version::Version;
 use crate::manifest::{TableRecord, VersionEdit};
 use crate::mvcc::Horizon;
-use crate::options::{Options, TableKind, TableOptions, WriteOptions};
+use crate::options::{Options, TableOptions, WriteOptions};
 use crate::wal::writer::LogWriter;
 
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
@@ -471,19 +470,9 @@ impl Db {
         // Entries of a new table are all newer than now: none is persisted yet,
         // and none is older than the current last seqno.
         let flushed = inner.last_seqno.load(Ordering::Acquire);
-        if options.kind == TableKind::Btree {
-            // The file first (synced, and its directory entry): a crash
-            // before the manifest names it leaves an orphan that open removes.
-            let made = BtreeTable::create_file(&*inner.fs, &inner.dir, id, &options, flushed)
-                .and_then(|()| inner.fs.sync_dir(&inner.dir));
-            if let Err(e) = made {
-                // Nothing names the file: the database is as it was and
-                // stays writable, as after any refused create. What was
-                // made of the file goes now (or at the next open).
-                let _ = inner.fs.remove(&inner.path(&btree_name(id)));
-                return Err(e);
-            }
-        }
+        // A B-tree table's file first: see `Core::create_files`. A refused
+        // create leaves the database writable.
+        Core::create_files(inner, id, &options, flushed)?;
         let edit = VersionEdit {
             next_table_id: Some(id + 1),
             created: vec![TableRecord {
@@ -500,49 +489,15 @@ impl Db {
             return Err(e);
         }
         vs.next_table_id = id + 1;
-        if options.kind == TableKind::Btree {
-            let owner = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
-            let opened = BtreeTable::open(
-                &*inner.fs,
-                &inner.dir,
-                id,
-                name.to_string(),
-                options,
-                Arc::clone(&inner.cache),
-                owner,
-                1,
-                0,
-                false,
-            );
-            let t = match opened {
-                Ok(t) => Arc::new(t),
-                Err(e) => {
-                    drop(vs);
-                    inner.poison(format!("opening a new B-tree table failed: {e}"));
-                    return Err(e);
-                }
-            };
-            t.wal_bytes_at_checkpoint.store(
-                inner.counters.wal_bytes.load(Ordering::Relaxed),
-                Ordering::Release,
-            );
-            let core = Core::Btree(t);
-            vs.tables.insert(name.to_string(), core.clone());
-            return Ok(Table {
-                db: Arc::clone(inner),
-                core,
-            });
-        }
-        let core = Arc::new(LsmTable::new(
-            id,
-            name.to_string(),
-            options,
-            Version::empty(),
-            flushed,
-        ));
-        vs.live_versions
-            .push(Arc::downgrade(&core.super_version().version));
-        let core = Core::Lsm(core);
+        let core = match Core::create(inner, id, name, options, flushed) {
+            Ok(core) => core,
+            Err(e) => {
+                drop(vs);
+                inner.poison(format!("opening the new table {name:?} failed: {e}"));
+                return Err(e);
+            }
+        };
+        vs.live_versions.extend(core.live_version());
         vs.tables.insert(name.to_string(), core.clone());
         Ok(Table {
             db: Arc::clone(inner),
@@ -592,20 +547,10 @@ impl Db {
             Err(Error::NoSuchTable(_)) => return self.create_table(name, options),
             other => other?,
         };
-        let have = table.options();
-        if have.kind != options.kind {
-            return Err(Error::invalid(format!(
-                "table {name:?} is a {:?} table; asked for a {:?} table",
-                have.kind, options.kind
-            )));
+        match table.options().fixed_differs(&options) {
+            Some(why) => Err(Error::invalid(format!("table {name:?} {why}"))),
+            None => Ok(table),
         }
-        if have.kind == TableKind::Btree && have.page_size != options.page_size {
-            return Err(Error::invalid(format!(
-                "table {name:?} has {}-byte pages; asked for {}-byte pages",
-                have.page_size, options.page_size
-            )));
-        }
-        Ok(table)
     }
 
     /// Every table, by name.
@@ -648,29 +593,7 @@ impl Db {
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let inner = &self.inner;
         inner.check_writable()?;
-        let table = match inner.table(name)? {
-            Core::Lsm(t) => t,
-            Core::Btree(t) => return work::drop_btree(inner, &t),
-        };
-        work::begin_drop(inner, &table)?;
-        let mut vs = inner.vs.lock();
-        let edit = VersionEdit {
-            dropped: vec![table.id],
-            ..VersionEdit::default()
-        };
-        let logged = vs.log(inner, &edit);
-        if logged.is_ok() {
-            vs.tables.remove(name);
-            table.dropped.store(true, Ordering::Release);
-        }
-        drop(vs);
-        work::end_drop(inner, &table);
-        if let Err(e) = logged {
-            inner.poison(format!("writing the manifest failed: {e}"));
-            return Err(e);
-        }
-        cleaner::delete_obsolete_ssts(inner);
-        Ok(())
+        inner.table(name)?.drop_table(inner)
     }
 
     /// Commits a batch with the database's durability.

@@ -700,11 +700,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let live: HashSet<String> = catalog.values().flat_map(Core::file_names).collect();
     cleaner::remove_garbage_at_open(&*fs, dir, &live, wal_number, manifest_number)?;
 
-    let live_versions = catalog
-        .values()
-        .filter_map(Core::lsm)
-        .map(|t| Arc::downgrade(&t.super_version().version))
-        .collect();
+    let live_versions = catalog.values().filter_map(Core::live_version).collect();
     let vs = VersionSet {
         manifest: Some(manifest),
         manifest_number,

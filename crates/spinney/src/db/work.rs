@@ -25,6 +25,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::MutexGuard;
 
@@ -404,6 +405,20 @@ pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
 
 /// Drops a B-tree table: waits for its checkpoint, logs the drop, and
 /// removes its file and cached pages.
+/// Checkpoints `t` in the caller's thread if its checkpoint is overdue
+/// (`checkpoint_overdue`), counted as a stop.
+pub(crate) fn checkpoint_if_overdue(db: &Arc<DbInner>, t: &Arc<BtreeTable>) -> Result<()> {
+    if checkpoint_overdue(db, t) {
+        let start = Instant::now();
+        checkpoint_table(db, t)?;
+        db.counters.stops.fetch_add(1, Ordering::Relaxed);
+        db.counters
+            .stop_micros
+            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
     // Lock order: the table's checkpoint lock, then commit (as a checkpoint
     // takes them), then vs.
@@ -527,7 +542,31 @@ pub(crate) fn compact_manual(db: &DbInner, table: &Arc<LsmTable>, which: Manual)
 
 /// Waits until nothing runs on `table` and keeps new work off it, for
 /// `drop_table`. Undo with `end_drop`.
-pub(crate) fn begin_drop(db: &DbInner, table: &LsmTable) -> Result<()> {
+/// Drops an LSM table: once its jobs are done and none can start, the
+/// manifest records the drop; its files go once no reader needs them.
+pub(crate) fn drop_lsm(db: &DbInner, table: &LsmTable) -> Result<()> {
+    begin_drop(db, table)?;
+    let mut vs = db.vs.lock();
+    let edit = VersionEdit {
+        dropped: vec![table.id],
+        ..VersionEdit::default()
+    };
+    let logged = vs.log(db, &edit);
+    if logged.is_ok() {
+        vs.tables.remove(&table.name);
+        table.dropped.store(true, Ordering::Release);
+    }
+    drop(vs);
+    end_drop(db, table);
+    if let Err(e) = logged {
+        db.poison(format!("writing the manifest failed: {e}"));
+        return Err(e);
+    }
+    cleaner::delete_obsolete_ssts(db);
+    Ok(())
+}
+
+fn begin_drop(db: &DbInner, table: &LsmTable) -> Result<()> {
     let mut bg = db.bg.lock();
     table.work.lock().dropping = true;
     loop {
@@ -542,7 +581,7 @@ pub(crate) fn begin_drop(db: &DbInner, table: &LsmTable) -> Result<()> {
     }
 }
 
-pub(crate) fn end_drop(db: &DbInner, table: &LsmTable) {
+fn end_drop(db: &DbInner, table: &LsmTable) {
     let _bg = db.bg.lock();
     table.work.lock().dropping = false;
     db.bg_done.notify_all();

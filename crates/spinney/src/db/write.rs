@@ -166,21 +166,8 @@ pub(crate) fn write_checked(
     if batch.db_id.is_some_and(|id| id != db.id) {
         return Err(Error::invalid("the batch holds tables of another database"));
     }
-    // Backpressure for B-tree tables: a table whose checkpoint is far
-    // behind (the log it keeps is four times `checkpoint_wal_bytes`) is
-    // checkpointed by the writer before it commits, so the log stays
-    // bounded even when no thread has done it. Counted as a stop.
     for t in &batch.tables {
-        if let Core::Btree(t) = t {
-            if work::checkpoint_overdue(db, t) {
-                let start = Instant::now();
-                work::checkpoint_table(db, t)?;
-                db.counters.stops.fetch_add(1, Ordering::Relaxed);
-                db.counters
-                    .stop_micros
-                    .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-            }
-        }
+        t.before_commit(db)?;
     }
     let writer = Arc::new(Writer {
         bytes: batch.encoded_len(),

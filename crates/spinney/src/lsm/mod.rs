@@ -7,6 +7,7 @@ pub(crate) mod compaction;
 pub(crate) mod job;
 pub(crate) mod level_iter;
 pub(crate) mod memtable;
+pub(crate) mod recover;
 pub(crate) mod sst;
 pub(crate) mod table;
 pub(crate) mod version;
