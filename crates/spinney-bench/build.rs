@@ -4,10 +4,10 @@
 //! `wiredtiger` nor `rocksdb` on it does nothing, so that the default build
 //! needs no C or C++ compiler and no C library.
 //!
-//! - src/engine/wiredtiger_shim.c exists because WiredTiger's API is a
+//! - src/engine/wiredtiger/shim.c exists because WiredTiger's API is a
 //!   table of function pointers in structs; the Rust adapter calls the
 //!   shim's plain functions instead (Debian's libwiredtiger-dev).
-//! - src/engine/rocksdb_shim.cc reaches the C++ calls RocksDB's C API lacks
+//! - src/engine/rocksdb/shim.cc reaches the C++ calls RocksDB's C API lacks
 //!   (`DB::CompactFiles`, for compact0 and compact1) from the C API's
 //!   handles (Debian's librocksdb-dev 7.8.3); it is C++, so the C++
 //!   standard library is linked too.
@@ -31,7 +31,7 @@ fn main() {
 
 #[cfg(feature = "wiredtiger")]
 fn wiredtiger() {
-    const SHIM: &str = "src/engine/wiredtiger_shim.c";
+    const SHIM: &str = "src/engine/wiredtiger/shim.c";
     println!("cargo:rerun-if-changed={SHIM}");
     println!("cargo:rerun-if-changed=/usr/include/wiredtiger.h");
     cc::Build::new()
@@ -45,7 +45,7 @@ fn wiredtiger() {
 
 #[cfg(feature = "rocksdb")]
 fn rocksdb() {
-    const SHIM: &str = "src/engine/rocksdb_shim.cc";
+    const SHIM: &str = "src/engine/rocksdb/shim.cc";
     println!("cargo:rerun-if-changed={SHIM}");
     println!("cargo:rerun-if-changed=/usr/include/rocksdb/c.h");
     println!("cargo:rerun-if-changed=/usr/include/rocksdb/db.h");
@@ -64,7 +64,7 @@ fn rocksdb() {
 
 #[cfg(feature = "rocksdb-current")]
 fn rocksdb_current() {
-    const SHIM: &str = "src/engine/rocksdb_shim.cc";
+    const SHIM: &str = "src/engine/rocksdb/shim.cc";
     println!("cargo:rerun-if-changed={SHIM}");
     let root = std::env::var("DEP_ROCKSDB_CARGO_MANIFEST_DIR")
         .expect("librocksdb-sys says where its source is (DEP_ROCKSDB_CARGO_MANIFEST_DIR)");

@@ -443,7 +443,7 @@ pub fn run_compare(
         ));
     }
     let print = || BenchError::io("print");
-    let (root, _temp) = crate::bench::root_dir(config)?;
+    let (root, _temp) = crate::dirs::root_dir(config)?;
     std::fs::create_dir_all(&root).map_err(BenchError::io(format!("create {}", root.display())))?;
     let keep = config.db.is_some();
     let benchmarks: Vec<Benchmark> = config
@@ -492,7 +492,7 @@ pub fn run_compare(
             let dir = root
                 .join(format!("round-{}", round + 1))
                 .join(engine.name());
-            crate::bench::destroy(&dir)?;
+            crate::dirs::destroy(&dir)?;
             let results_file = root.join(format!("round-{}-{}.results", round + 1, engine.name()));
             let _ = std::fs::remove_file(&results_file);
             let child = Config {

@@ -32,7 +32,8 @@
 //! (db_bench's keys and values), `bench` (running benchmarks: `worker`
 //! times threads and cuts intervals, `workloads` holds what each benchmark
 //! does), `latency` (histograms), `measure` (I/O, CPU, size), `output`
-//! (db_bench's text), `report` (CSV), `progress` (the bar), `plot` (charts).
+//! (db_bench's text), `report` (CSV), `progress` (the bar), `plot` (charts),
+//! `dirs` (where a run keeps its databases).
 
 // Debian's RocksDB and LMDB and the current ones built from the -sys
 // crates' bundled source define the same C symbols: in one binary, one
@@ -50,6 +51,7 @@ use lmdb_master_sys as _;
 
 mod bench;
 mod compare;
+mod dirs;
 mod engine;
 mod flags;
 mod keys;

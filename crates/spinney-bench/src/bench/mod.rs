@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::dirs::{destroy, root_dir};
 use crate::engine::{self, Engine, EngineError, Store, TableSpec};
 use crate::latency::{new_histogram, Latency};
 use crate::measure::{dir_size, peak_rss, reset_peak_rss, Resources};
@@ -55,56 +56,6 @@ impl Session {
         self.store
             .close()
             .map_err(BenchError::engine("close the database"))
-    }
-}
-
-/// An engine error while setting up: a refused option is a usage error.
-pub(crate) fn setup_error(context: &str, e: spinney::Error) -> BenchError {
-    match e {
-        spinney::Error::InvalidArgument(m) => BenchError::Config(m),
-        error => BenchError::Engine {
-            context: context.to_string(),
-            error: error.into(),
-        },
-    }
-}
-
-/// Empties `dir` for a new database: creates it if missing, deletes the
-/// database it holds (of any engine the lab knows), refuses a directory
-/// holding anything else.
-pub(crate) fn destroy(dir: &Path) -> Result<(), BenchError> {
-    let shown = dir.display();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.flatten().count(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(BenchError::io(format!("read {shown}"))(e)),
-    };
-    if entries > 0 {
-        if !Engine::ALL.iter().any(|e| dir.join(e.marker()).exists()) {
-            return Err(BenchError::Config(format!(
-                "--db={shown} holds files but no database the lab made (no CURRENT, WiredTiger, data.mdb, fjall.lab or data.redb file); refusing to delete them"
-            )));
-        }
-        std::fs::remove_dir_all(dir).map_err(BenchError::io(format!("delete {shown}")))?;
-    }
-    std::fs::create_dir_all(dir).map_err(BenchError::io(format!("create {shown}")))
-}
-
-/// Where a run keeps its databases: `--db` if the user gave one (kept
-/// after the run), else a new temporary directory, removed when the
-/// returned guard drops.
-pub(crate) fn root_dir(
-    config: &Config,
-) -> Result<(PathBuf, Option<tempfile::TempDir>), BenchError> {
-    match &config.db {
-        Some(db) => Ok((db.clone(), None)),
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("spinney-bench-")
-                .tempdir()
-                .map_err(BenchError::io("create a temporary directory"))?;
-            Ok((temp.path().to_path_buf(), Some(temp)))
-        }
     }
 }
 

@@ -34,15 +34,17 @@ mod conformance;
 #[cfg(feature = "fjall")]
 mod fjall_store;
 #[cfg(feature = "leveldb")]
-mod leveldb_store;
+mod leveldb;
+#[cfg(any(feature = "leveldb", feature = "rocksdb", feature = "rocksdb-current"))]
+mod leveldb_shape;
 #[cfg(any(feature = "lmdb", feature = "lmdb-current"))]
-mod lmdb_store;
+mod lmdb;
 #[cfg(feature = "redb")]
 mod redb_store;
 #[cfg(any(feature = "rocksdb", feature = "rocksdb-current"))]
-mod rocksdb_store;
+mod rocksdb;
 #[cfg(feature = "wiredtiger")]
-mod wiredtiger_store;
+mod wiredtiger;
 
 /// An engine the lab can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -339,6 +341,17 @@ impl EngineError {
 impl From<spinney::Error> for EngineError {
     fn from(e: spinney::Error) -> EngineError {
         EngineError::Spinney(e)
+    }
+}
+
+/// An engine error while setting up: a refused option is a usage error.
+pub(crate) fn setup_error(context: &str, e: spinney::Error) -> BenchError {
+    match e {
+        spinney::Error::InvalidArgument(m) => BenchError::Config(m),
+        error => BenchError::Engine {
+            context: context.to_string(),
+            error: error.into(),
+        },
     }
 }
 
@@ -766,19 +779,19 @@ pub(crate) fn open(
                 .map(|s| Box::new(s) as Box<dyn Store>)
         }
         #[cfg(feature = "rocksdb")]
-        Engine::Rocksdb => rocksdb_store::open(config, dir, tables),
+        Engine::Rocksdb => rocksdb::open(config, dir, tables),
         #[cfg(feature = "rocksdb-current")]
-        Engine::RocksdbCurrent => rocksdb_store::open(config, dir, tables),
+        Engine::RocksdbCurrent => rocksdb::open(config, dir, tables),
         #[cfg(feature = "wiredtiger")]
         Engine::WiredtigerBtree | Engine::WiredtigerLsm => {
-            wiredtiger_store::open(engine, config, dir, tables)
+            wiredtiger::open(engine, config, dir, tables)
         }
         #[cfg(feature = "leveldb")]
-        Engine::Leveldb => leveldb_store::open(config, dir, tables),
+        Engine::Leveldb => leveldb::open(config, dir, tables),
         #[cfg(feature = "lmdb")]
-        Engine::Lmdb => lmdb_store::open(config, dir, tables),
+        Engine::Lmdb => lmdb::open(config, dir, tables),
         #[cfg(feature = "lmdb-current")]
-        Engine::LmdbCurrent => lmdb_store::open(config, dir, tables),
+        Engine::LmdbCurrent => lmdb::open(config, dir, tables),
         #[cfg(feature = "fjall")]
         Engine::Fjall => fjall_store::open(config, dir, tables),
         #[cfg(feature = "redb")]
@@ -800,17 +813,17 @@ pub(crate) fn version(engine: Engine) -> String {
         | Engine::SpinneyLsmMapped
         | Engine::SpinneyBtreeMapped => env!("CARGO_PKG_VERSION").to_string(),
         #[cfg(feature = "rocksdb")]
-        Engine::Rocksdb => rocksdb_store::version(),
+        Engine::Rocksdb => rocksdb::version(),
         #[cfg(feature = "rocksdb-current")]
-        Engine::RocksdbCurrent => rocksdb_store::version(),
+        Engine::RocksdbCurrent => rocksdb::version(),
         #[cfg(feature = "wiredtiger")]
-        Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger_store::version(),
+        Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger::version(),
         #[cfg(feature = "leveldb")]
-        Engine::Leveldb => leveldb_store::version(),
+        Engine::Leveldb => leveldb::version(),
         #[cfg(feature = "lmdb")]
-        Engine::Lmdb => lmdb_store::version(),
+        Engine::Lmdb => lmdb::version(),
         #[cfg(feature = "lmdb-current")]
-        Engine::LmdbCurrent => lmdb_store::version(),
+        Engine::LmdbCurrent => lmdb::version(),
         #[cfg(feature = "fjall")]
         Engine::Fjall => fjall_store::version(),
         #[cfg(feature = "redb")]
@@ -828,17 +841,17 @@ pub(crate) fn version(engine: Engine) -> String {
 pub(crate) fn describe(config: &Config) -> String {
     match config.engine {
         #[cfg(feature = "rocksdb")]
-        Engine::Rocksdb => rocksdb_store::describe(config),
+        Engine::Rocksdb => rocksdb::describe(config),
         #[cfg(feature = "rocksdb-current")]
-        Engine::RocksdbCurrent => rocksdb_store::describe(config),
+        Engine::RocksdbCurrent => rocksdb::describe(config),
         #[cfg(feature = "wiredtiger")]
-        Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger_store::describe(config),
+        Engine::WiredtigerBtree | Engine::WiredtigerLsm => wiredtiger::describe(config),
         #[cfg(feature = "leveldb")]
-        Engine::Leveldb => leveldb_store::describe(config),
+        Engine::Leveldb => leveldb::describe(config),
         #[cfg(feature = "lmdb")]
-        Engine::Lmdb => lmdb_store::describe(config),
+        Engine::Lmdb => lmdb::describe(config),
         #[cfg(feature = "lmdb-current")]
-        Engine::LmdbCurrent => lmdb_store::describe(config),
+        Engine::LmdbCurrent => lmdb::describe(config),
         #[cfg(feature = "fjall")]
         Engine::Fjall => fjall_store::describe(config),
         #[cfg(feature = "redb")]

@@ -20,10 +20,9 @@ use std::path::Path;
 use spinney::{CompactionOptions, Db, ReadContext, Table, WriteBatch};
 
 use super::{
-    Batch, Engine, EngineError, EngineResult, IoCounters, LsmShape, Op, ReadCounts, Seek, Session,
-    Store, TableSpec,
+    setup_error, Batch, Engine, EngineError, EngineResult, IoCounters, LsmShape, Op, ReadCounts,
+    Seek, Session, Store, TableSpec,
 };
-use crate::bench::setup_error;
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
 
 pub(crate) struct SpinneyStore {

@@ -178,7 +178,7 @@ pub(crate) fn measure(
     out: &mut dyn Write,
 ) -> Result<Vec<Measurement>, BenchError> {
     let plan = Plan::of(config)?;
-    let (root, _temp) = crate::bench::root_dir(config)?;
+    let (root, _temp) = crate::dirs::root_dir(config)?;
     let print = BenchError::io("print");
     writeln!(
         out,

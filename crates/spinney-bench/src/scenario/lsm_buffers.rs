@@ -61,7 +61,7 @@ use rand::Rng;
 use spinney::{Db, TableKind};
 
 use super::Summary;
-use crate::bench::setup_error;
+use crate::engine::setup_error;
 use crate::keys::{worker_rng, KeyFormat, ValueGenerator};
 use crate::plot;
 use crate::{BenchError, Config};

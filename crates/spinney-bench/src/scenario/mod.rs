@@ -143,9 +143,9 @@ pub(crate) fn database_dir(
     scenario: &str,
     name: &str,
 ) -> Result<(PathBuf, Option<TempDir>), BenchError> {
-    let (root, temp) = crate::bench::root_dir(config)?;
+    let (root, temp) = crate::dirs::root_dir(config)?;
     let dir = root.join(scenario).join(name);
-    crate::bench::destroy(&dir)?;
+    crate::dirs::destroy(&dir)?;
     Ok((dir, temp))
 }
 

@@ -1,5 +1,5 @@
 // The RocksDB calls the lab needs beyond its C API (Debian's librocksdb-dev
-// 7.8.3), behind plain C functions that rocksdb_store.rs declares.
+// 7.8.3), behind plain C functions that ffi.rs declares.
 //
 // Two calls: compacting every file of one level into the next, which
 // db_bench's compact0 and compact1 do through DB::CompactFiles and which
@@ -62,7 +62,7 @@ struct rocksdb_iterator_t {
 };
 }
 
-// The numbers rocksdb_store.rs passes to rocksdb_set_perf_level and
+// The numbers the Rust adapter passes to rocksdb_set_perf_level and
 // rocksdb_perfcontext_metric, checked against this c.h when the shim
 // compiles (the Rust side declares them by hand).
 static_assert(rocksdb_disable == 1 && rocksdb_enable_count == 2,

@@ -1,6 +1,6 @@
 /*
  * WiredTiger's C API as plain functions, for the spinney-bench adapter
- * (wiredtiger_store.rs, which declares these functions by hand).
+ * (ffi.rs beside it declares these functions by hand).
  *
  * Why a shim: WiredTiger's handles (WT_CONNECTION, WT_SESSION, WT_CURSOR)
  * are structs of function pointers, so calling them from Rust would mean

@@ -1,5 +1,5 @@
 //! LMDB as a `Store`, through its C API (Debian's liblmdb-dev, declared by
-//! hand below; only the calls the lab makes).
+//! hand in `ffi.rs`; only the calls the lab makes).
 //!
 //! One environment in the run's directory (`data.mdb` and `lock.mdb`), one
 //! named database per table. What the adapter sets, and why:
@@ -52,13 +52,24 @@
 
 #![deny(clippy::indexing_slicing)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+mod ffi;
+
+use std::ffi::{c_int, c_uint, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
 
 use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
+use ffi::{
+    mdb_cursor_close, mdb_cursor_del, mdb_cursor_get, mdb_cursor_open, mdb_cursor_renew,
+    mdb_dbi_open, mdb_del, mdb_env_close, mdb_env_create, mdb_env_info, mdb_env_open,
+    mdb_env_set_mapsize, mdb_env_set_maxdbs, mdb_env_set_maxreaders, mdb_env_stat, mdb_env_sync,
+    mdb_get, mdb_put, mdb_stat, mdb_strerror, mdb_txn_abort, mdb_txn_begin, mdb_txn_commit,
+    mdb_txn_renew, mdb_txn_reset, mdb_version, MdbCursor, MdbDbi, MdbEnv, MdbEnvInfo, MdbStat,
+    MdbTxn, MdbVal, MDB_CREATE, MDB_FIRST, MDB_LAST, MDB_NEXT, MDB_NORDAHEAD, MDB_NOSYNC,
+    MDB_NOTFOUND, MDB_NOTLS, MDB_PREV, MDB_RDONLY, MDB_SET_RANGE, MDB_WRITEMAP,
+};
 
 /// The engine this build's LMDB stands behind: Debian's, or the current one
 /// lmdb-master-sys bundles. The adapter is the same.
@@ -66,149 +77,6 @@ use crate::{BenchError, Benchmark, Config, ShapeCounts};
 const ENGINE: Engine = Engine::Lmdb;
 #[cfg(not(feature = "lmdb"))]
 const ENGINE: Engine = Engine::LmdbCurrent;
-
-#[repr(C)]
-struct MdbEnv {
-    _private: [u8; 0],
-}
-
-#[repr(C)]
-struct MdbTxn {
-    _private: [u8; 0],
-}
-
-#[repr(C)]
-struct MdbCursor {
-    _private: [u8; 0],
-}
-
-type MdbDbi = c_uint;
-
-#[repr(C)]
-struct MdbVal {
-    mv_size: usize,
-    mv_data: *mut c_void,
-}
-
-impl MdbVal {
-    fn empty() -> MdbVal {
-        MdbVal {
-            mv_size: 0,
-            mv_data: ptr::null_mut(),
-        }
-    }
-
-    /// A value pointing at `bytes`; LMDB only reads through it (puts copy).
-    fn of(bytes: &[u8]) -> MdbVal {
-        MdbVal {
-            mv_size: bytes.len(),
-            mv_data: bytes.as_ptr().cast_mut().cast(),
-        }
-    }
-
-    /// The bytes LMDB pointed the value at.
-    ///
-    /// # Safety
-    /// The value must come from LMDB in a transaction that is still open,
-    /// and the slice must not outlive it.
-    unsafe fn bytes<'a>(&self) -> &'a [u8] {
-        if self.mv_size == 0 || self.mv_data.is_null() {
-            return &[];
-        }
-        // SAFETY: LMDB points mv_data at mv_size bytes of its map, valid
-        // until the transaction ends (the caller's promise).
-        unsafe { std::slice::from_raw_parts(self.mv_data.cast::<u8>(), self.mv_size) }
-    }
-}
-
-#[repr(C)]
-#[derive(Default)]
-struct MdbStat {
-    ms_psize: c_uint,
-    ms_depth: c_uint,
-    ms_branch_pages: usize,
-    ms_leaf_pages: usize,
-    ms_overflow_pages: usize,
-    ms_entries: usize,
-}
-
-#[repr(C)]
-struct MdbEnvInfo {
-    _me_mapaddr: *mut c_void,
-    me_mapsize: usize,
-    me_last_pgno: usize,
-    me_last_txnid: usize,
-    me_maxreaders: c_uint,
-    me_numreaders: c_uint,
-}
-
-// Flags and codes of lmdb.h (0.9).
-const MDB_NOSYNC: c_uint = 0x10000;
-const MDB_RDONLY: c_uint = 0x20000;
-const MDB_NOTLS: c_uint = 0x200000;
-const MDB_WRITEMAP: c_uint = 0x80000;
-const MDB_NORDAHEAD: c_uint = 0x800000;
-const MDB_CREATE: c_uint = 0x40000;
-const MDB_NOTFOUND: c_int = -30798;
-
-// Cursor operations (the MDB_cursor_op enum's values).
-const MDB_FIRST: c_int = 0;
-const MDB_LAST: c_int = 6;
-const MDB_NEXT: c_int = 8;
-const MDB_PREV: c_int = 12;
-const MDB_SET_RANGE: c_int = 17;
-
-// Debian's shared library; lmdb-master-sys links its own static one.
-#[cfg_attr(feature = "lmdb", link(name = "lmdb"))]
-extern "C" {
-    fn mdb_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> *const c_char;
-    fn mdb_strerror(err: c_int) -> *const c_char;
-    fn mdb_env_create(env: *mut *mut MdbEnv) -> c_int;
-    fn mdb_env_set_mapsize(env: *mut MdbEnv, size: usize) -> c_int;
-    fn mdb_env_set_maxdbs(env: *mut MdbEnv, dbs: MdbDbi) -> c_int;
-    fn mdb_env_set_maxreaders(env: *mut MdbEnv, readers: c_uint) -> c_int;
-    fn mdb_env_open(env: *mut MdbEnv, path: *const c_char, flags: c_uint, mode: c_uint) -> c_int;
-    fn mdb_env_close(env: *mut MdbEnv);
-    fn mdb_env_sync(env: *mut MdbEnv, force: c_int) -> c_int;
-    fn mdb_env_stat(env: *mut MdbEnv, stat: *mut MdbStat) -> c_int;
-    fn mdb_env_info(env: *mut MdbEnv, info: *mut MdbEnvInfo) -> c_int;
-    fn mdb_txn_begin(
-        env: *mut MdbEnv,
-        parent: *mut MdbTxn,
-        flags: c_uint,
-        txn: *mut *mut MdbTxn,
-    ) -> c_int;
-    fn mdb_txn_commit(txn: *mut MdbTxn) -> c_int;
-    fn mdb_txn_abort(txn: *mut MdbTxn);
-    fn mdb_txn_reset(txn: *mut MdbTxn);
-    fn mdb_txn_renew(txn: *mut MdbTxn) -> c_int;
-    fn mdb_dbi_open(
-        txn: *mut MdbTxn,
-        name: *const c_char,
-        flags: c_uint,
-        dbi: *mut MdbDbi,
-    ) -> c_int;
-    fn mdb_stat(txn: *mut MdbTxn, dbi: MdbDbi, stat: *mut MdbStat) -> c_int;
-    fn mdb_get(txn: *mut MdbTxn, dbi: MdbDbi, key: *mut MdbVal, data: *mut MdbVal) -> c_int;
-    fn mdb_put(
-        txn: *mut MdbTxn,
-        dbi: MdbDbi,
-        key: *mut MdbVal,
-        data: *mut MdbVal,
-        flags: c_uint,
-    ) -> c_int;
-    fn mdb_del(txn: *mut MdbTxn, dbi: MdbDbi, key: *mut MdbVal, data: *mut MdbVal) -> c_int;
-    fn mdb_cursor_open(txn: *mut MdbTxn, dbi: MdbDbi, cursor: *mut *mut MdbCursor) -> c_int;
-    fn mdb_cursor_close(cursor: *mut MdbCursor);
-    fn mdb_cursor_renew(txn: *mut MdbTxn, cursor: *mut MdbCursor) -> c_int;
-    fn mdb_cursor_get(
-        cursor: *mut MdbCursor,
-        key: *mut MdbVal,
-        data: *mut MdbVal,
-        op: c_int,
-    ) -> c_int;
-    fn mdb_cursor_del(cursor: *mut MdbCursor, flags: c_uint) -> c_int;
-}
 
 /// The map size: far beyond any run of the lab (1 TiB of address space;
 /// the file itself only grows as pages are used).
