@@ -636,33 +636,42 @@ pub fn crash_ops(data: &[u8]) {
                 Ok(())
             }
         };
-        match result {
-            Ok(()) => apply_change(&mut model, change, range),
-            Err(_) if fs.is_crashed() => {
-                // Power lost: reopen, and check what is found.
-                tables.clear();
-                drop(db);
-                let pending =
-                    PendingWrites::nth(u64::from(arg), u64::from(op) << 8 | u64::from(arg));
-                fs.crash_with(pending);
-                loss_pending = false;
-                (db, tables) = open(pending);
-                let found = read(&tables);
-                let mut with = model.clone();
-                apply_change(&mut with, change, range);
-                let first = found.first().cloned().unwrap_or_default();
-                assert!(
-                    found.iter().all(|m| *m == first),
-                    "after power was lost the two tables differ"
-                );
-                assert!(
-                    first == model || first == with,
-                    "after power was lost the tables hold neither the acknowledged \
-                     commits nor them and the interrupted one"
-                );
-                model = first;
+        // The commit the power loss interrupted, if any. Power may also go
+        // in work an operation does after its commit (the removal of files
+        // a checkpoint made obsolete), which fails nothing: the operation
+        // returned Ok, and the machine is down all the same.
+        let interrupted = match result {
+            Ok(()) => {
+                apply_change(&mut model, change, range);
+                None
             }
+            Err(_) if fs.is_crashed() => Some((change, range)),
             Err(e) => panic!("operation {op} failed with power on: {e}"),
+        };
+        if fs.is_crashed() {
+            // Power lost: reopen, and check what is found.
+            tables.clear();
+            drop(db);
+            let pending = PendingWrites::nth(u64::from(arg), u64::from(op) << 8 | u64::from(arg));
+            fs.crash_with(pending);
+            loss_pending = false;
+            (db, tables) = open(pending);
+            let found = read(&tables);
+            let mut with = model.clone();
+            if let Some((change, range)) = interrupted {
+                apply_change(&mut with, change, range);
+            }
+            let first = found.first().cloned().unwrap_or_default();
+            assert!(
+                found.iter().all(|m| *m == first),
+                "after power was lost the two tables differ"
+            );
+            assert!(
+                first == model || first == with,
+                "after power was lost the tables hold neither the acknowledged \
+                 commits nor them and the interrupted one"
+            );
+            model = first;
         }
     }
     // The end of the input: a crash still waiting is called off, and both
@@ -892,6 +901,25 @@ mod tests {
             }
         }
         assert!(!run("no such target", b""));
+    }
+
+    #[cfg(feature = "testing")]
+    #[test]
+    fn crash_ops_takes_a_power_loss_in_work_after_a_commit_that_returned() {
+        // Goal: the input `cargo fuzz` found on 2026-11-28, kept as a
+        // regression. Power went in work an operation does after its commit
+        // (the operation returned Ok); the target then read the crashed
+        // file system at the end of the input and failed (not the engine:
+        // it checked for a lost power only when an operation failed). Now
+        // it reopens after every power loss and checks that image.
+        let input = [
+            0x00, 0x00, 0x05, 0x01, 0x0a, 0x02, 0x0f, 0x03, 0x32, 0x0a, 0x37, 0x0b, 0x3c, 0x0c,
+            0x41, 0x0d, 0x46, 0x0e, 0x4b, 0x0f, 0x50, 0x30, 0x55, 0x11, 0x5a, 0x12, 0x5f, 0x13,
+            0x64, 0x14, 0x00, 0x00, 0x05, 0x01, 0x0a, 0x02, 0x4b, 0x0f, 0x50, 0x10, 0x55, 0x11,
+            0xff, 0xff, 0xff, 0x69, 0x15, 0x6e, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0x73, 0x17, 0xff,
+        ];
+        assert!(run("crash_ops", &input));
     }
 
     #[test]
