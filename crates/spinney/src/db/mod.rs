@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -259,6 +260,16 @@ impl DbInner {
             return Err(Error::ReadOnly { reason });
         }
         Ok(())
+    }
+
+    /// Counts a stop: a writer that waited for background work (or did it
+    /// itself) since `start`.
+    pub(crate) fn count_stop(&self, start: Instant) {
+        self.counters.stops.fetch_add(1, Ordering::Relaxed);
+        let micros = start.elapsed().as_micros() as u64;
+        self.counters
+            .stop_micros
+            .fetch_add(micros, Ordering::Relaxed);
     }
 
     /// Makes the database refuse writes from now on, keeping the first reason.

@@ -403,22 +403,19 @@ pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
     Ok(())
 }
 
-/// Drops a B-tree table: waits for its checkpoint, logs the drop, and
-/// removes its file and cached pages.
 /// Checkpoints `t` in the caller's thread if its checkpoint is overdue
 /// (`checkpoint_overdue`), counted as a stop.
 pub(crate) fn checkpoint_if_overdue(db: &Arc<DbInner>, t: &Arc<BtreeTable>) -> Result<()> {
     if checkpoint_overdue(db, t) {
         let start = Instant::now();
         checkpoint_table(db, t)?;
-        db.counters.stops.fetch_add(1, Ordering::Relaxed);
-        db.counters
-            .stop_micros
-            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        db.count_stop(start);
     }
     Ok(())
 }
 
+/// Drops a B-tree table: waits for its checkpoint, logs the drop, and
+/// removes its file and cached pages.
 pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
     // Lock order: the table's checkpoint lock, then commit (as a checkpoint
     // takes them), then vs.
@@ -540,8 +537,6 @@ pub(crate) fn compact_manual(db: &DbInner, table: &Arc<LsmTable>, which: Manual)
     db.check_writable()
 }
 
-/// Waits until nothing runs on `table` and keeps new work off it, for
-/// `drop_table`. Undo with `end_drop`.
 /// Drops an LSM table: once its jobs are done and none can start, the
 /// manifest records the drop; its files go once no reader needs them.
 pub(crate) fn drop_lsm(db: &DbInner, table: &LsmTable) -> Result<()> {
@@ -566,6 +561,8 @@ pub(crate) fn drop_lsm(db: &DbInner, table: &LsmTable) -> Result<()> {
     Ok(())
 }
 
+/// Waits until nothing runs on `table` and keeps new work off it, for
+/// `drop_lsm`. Undo with `end_drop`.
 fn begin_drop(db: &DbInner, table: &LsmTable) -> Result<()> {
     let mut bg = db.bg.lock();
     table.work.lock().dropping = true;

@@ -535,10 +535,7 @@ pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
     };
     drop(bg);
     if let Some(start) = stopped {
-        db.counters.stops.fetch_add(1, Ordering::Relaxed);
-        db.counters
-            .stop_micros
-            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        db.count_stop(start);
     }
     result
 }
