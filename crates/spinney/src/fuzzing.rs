@@ -422,7 +422,7 @@ pub fn btree_page(data: &[u8]) {
     }
     let mut p = data.to_vec();
     // Overflow and free map pages pass the check unread; the tree reads
-    // only leaves and branches as such (`BtreeTable::fetch`).
+    // only leaves and branches as such (`PageStore::fetch`).
     if page::check_structure(&p).is_err()
         || !matches!(page::kind(&p), page::KIND_LEAF | page::KIND_BRANCH)
     {

@@ -27,17 +27,14 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::format::{self, Checkpoint, FIRST_DATA_PAGE, FREE_EXTENT_BYTES, HEADER_BYTES};
-use super::frames::FrameTable;
-use super::free_space::{add_extent, PageSet, TreeState};
+use super::format::{Checkpoint, HEADER_BYTES};
 use super::page;
-use super::pager::{read_run, write_handed_back, write_run, Frame, PageCounters, PageFile};
-use super::verify::DurableGuard;
-use super::{file_name, BtreeTable, Root, RootCell};
+use super::store::{image, write_handed_back, PageFile, PageStore, Space};
+use super::verify::image_pages;
+use super::{file_name, BtreeTable, Root, RootCell, TreeState};
 use crate::cache::Cache;
-use crate::counter::StripedGate;
 use crate::error::{Error, Result};
-use crate::fs::{Fs, WRITEBACK_BYTES};
+use crate::fs::Fs;
 use crate::options::TableOptions;
 
 /// Checkpoint figures.
@@ -59,27 +56,7 @@ impl BtreeTable {
         options: &TableOptions,
         seqno: u64,
     ) -> Result<()> {
-        let path = dir.join(file_name(id));
-        // A file of this id can only be what a failed create left (the id
-        // is the catalog's next, which no table holds): start it afresh.
-        if fs.exists(&path)? {
-            fs.remove(&path)?;
-        }
-        let file = fs.open_paged(&path, true)?;
-        let c = Checkpoint {
-            generation: 1,
-            page_count: FIRST_DATA_PAGE,
-            seqno,
-            ..Checkpoint::default()
-        };
-        // Generation 1 in slot 1 (the slot is the generation's parity), so
-        // that the first checkpoint writes slot 0 and a torn write of it
-        // falls back to this one.
-        let mut slot = c.encode(options.page_size, id);
-        slot.resize(options.page_size, 0);
-        file.write_at(0, &vec![0; options.page_size])?;
-        file.write_at(options.page_size as u64, &slot)?;
-        file.sync()
+        image::create(fs, &dir.join(file_name(id)), options.page_size, id, seqno)
     }
 
     /// Opens a table's file at its newest valid checkpoint.
@@ -109,22 +86,12 @@ impl BtreeTable {
         }
         let file = fs.open_paged(&path, false)?;
         let page_size = options.page_size;
-        let mut best: Option<Checkpoint> = None;
-        let mut why = Vec::new();
-        for slot in 0..2u64 {
-            let mut b = vec![0u8; HEADER_BYTES];
-            let n = file.read_at(slot * page_size as u64, &mut b)?;
-            match Checkpoint::decode(b.get(..n).unwrap_or(&[]), page_size, id) {
-                Ok(c) if best.is_none_or(|b| c.generation > b.generation) => best = Some(c),
-                Ok(_) => {}
-                Err(e) => why.push(format!("slot {slot}: {e}")),
-            }
-        }
+        let (best, why) = image::newest_header(&*file, page_size, id)?;
         let Some(c) = best else {
             return Err(Error::corruption(
                 &path,
                 0,
-                format!("no valid checkpoint header ({})", why.join("; ")),
+                format!("no valid checkpoint header ({why})"),
             ));
         };
         // The manifest records each durable checkpoint after its header:
@@ -140,51 +107,31 @@ impl BtreeTable {
                 damaged * page_size as u64,
                 format!(
                     "the header of checkpoint generation {min_generation} (slot {damaged}),                      durable by the manifest, is damaged ({}); the older checkpoint                      (generation {}) cannot be used, since the log after it may be gone",
-                    why.join("; "),
+                    why,
                     c.generation
                 ),
             ));
         }
-        let pf = Arc::new(PageFile {
+        let pf = Arc::new(PageFile::new(
             file,
             page_size,
-            compression: options.compression,
+            options.compression,
             owner,
-            counters: PageCounters::default(),
-            failed: Mutex::new(None),
-            loading: Mutex::default(),
-            frames: FrameTable::default(),
             read_only,
-            durable: DurableGuard::default(),
-        });
-        pf.durable.set(&pf, &c);
-        let mut state = TreeState {
-            page_count: c.page_count,
-            free_map: (c.free_map_first, u64::from(c.free_map_pages)),
+            page::check_structure,
+        ));
+        pf.durable.set(|| image_pages(&pf, &c));
+        let state = TreeState {
+            space: Space::open(&pf, &c)?,
             ..TreeState::default()
         };
-        if c.free_map_pages > 0 {
-            let blob = read_run(
-                &pf,
-                c.free_map_first,
-                c.free_map_pages,
-                c.free_map_len,
-                page::KIND_FREE_MAP,
-            )?;
-            let extents = format::decode_free_map(&blob, c.page_count)
-                .map_err(|d| pf.corrupt(c.free_map_first, format!("free map: {d}")))?;
-            for (first, pages) in extents {
-                add_extent(&mut state.free, first, pages);
-            }
-        }
         Ok(BtreeTable {
             id,
             name,
             options,
             dropped: AtomicBool::new(false),
             path,
-            file: pf,
-            cache,
+            store: PageStore::new(pf, cache),
             root: RootCell::new(Root::new(c.root, c.height)),
             tree: Mutex::new(state),
             persisted_seqno: AtomicU64::new(c.seqno),
@@ -192,9 +139,7 @@ impl BtreeTable {
             ckpt: Mutex::new(c),
             wal_bytes_at_checkpoint: AtomicU64::new(0),
             changes: AtomicU64::new(0),
-            descents: StripedGate::default(),
             checkpointing: AtomicBool::new(false),
-            limbo_dropped: AtomicBool::new(false),
             counters: CheckpointCounters::default(),
         })
     }
@@ -215,8 +160,8 @@ impl BtreeTable {
     ) -> Result<u64> {
         // Pages the cache handed back are written first: a checkpoint is a
         // B-tree write point even when no write comes (see
-        // `pager::write_handed_back`).
-        write_handed_back(&self.cache);
+        // `store::write_handed_back`).
+        write_handed_back(&self.store.cache);
         let mut durable = self.ckpt.lock();
         self.check_failed()?;
         let start = Instant::now();
@@ -226,9 +171,10 @@ impl BtreeTable {
             // Again under the commit lock: a commit that failed while this
             // checkpoint waited for it may have left part of a batch.
             self.check_failed()?;
-            self.reclaim(&mut st);
-            let trimmed = self.trim_file(&mut st)?;
-            if self.changes.load(Ordering::Acquire) == 0 && st.retired.is_empty() && !trimmed {
+            self.store.reclaim(&mut st.space);
+            let trimmed = self.store.trim_file(&mut st.space)?;
+            if self.changes.load(Ordering::Acquire) == 0 && st.space.retired.is_empty() && !trimmed
+            {
                 self.persisted_seqno.fetch_max(seqno, Ordering::AcqRel);
                 self.wal_bytes_at_checkpoint
                     .store(wal_bytes, Ordering::Release);
@@ -236,50 +182,27 @@ impl BtreeTable {
             }
             self.changes.store(0, Ordering::Release);
             let (root, height) = self.root.read().place();
-            let frozen = std::mem::take(&mut st.fresh);
+            let frozen = std::mem::take(&mut st.space.fresh);
             // Left by a recovery's replay, which publishes nothing: those
             // leaves were pruned against everything visible already.
             st.untidy.clear();
             st.untidy_keys.clear();
             st.range_deleted = false;
-            let old_map = st.free_map;
+            let old_map = st.space.free_map;
             if old_map.1 > 0 {
-                st.retired.push(old_map);
+                st.space.retired.push(old_map);
             }
-            st.limbo = std::mem::take(&mut st.retired);
-            self.limbo_dropped.store(false, Ordering::Release);
-            let limbo = st.limbo.clone();
-            // The free map lists the free pages of the image: free now, or
-            // used only by older images. Its own pages come out of the free
-            // list first, so the loop settles once the run is large enough.
-            let chunk = (self.file.image_len() - page::HEADER) as u64;
-            let mut pages = 1u64;
-            let (first, blob) = loop {
-                let need = ((st.image_free().len() as u64 * FREE_EXTENT_BYTES as u64)
-                    .div_ceil(chunk))
-                .max(1);
-                if need > pages {
-                    pages = need;
-                    continue;
-                }
-                let first = st.alloc(pages);
-                for p in first..first + pages {
-                    st.fresh.remove(&p);
-                }
-                let blob = format::encode_free_map(&st.image_free());
-                if (blob.len() as u64).div_ceil(chunk).max(1) <= pages {
-                    break (first, blob);
-                }
-                // Cannot happen (allocating only shrinks the list); retry larger.
-                add_extent(&mut st.free, first, pages);
-                pages += 1;
-            };
-            st.free_map = (first, pages);
+            st.space.limbo = std::mem::take(&mut st.space.retired);
+            self.store.limbo_dropped.store(false, Ordering::Release);
+            let limbo = st.space.limbo.clone();
+            let chunk = (self.store.file.image_len() - page::HEADER) as u64;
+            let (first, pages, blob) = st.space.place_free_map(chunk);
+            st.space.free_map = (first, pages);
             let c = Checkpoint {
                 generation: durable.generation + 1,
                 root,
                 height,
-                page_count: st.page_count,
+                page_count: st.space.page_count,
                 free_map_first: first,
                 free_map_pages: pages as u32,
                 free_map_len: blob.len() as u32,
@@ -299,8 +222,8 @@ impl BtreeTable {
         // waiting, for a 2M-key overwrite's checkpoint). A page dropped is
         // read back from the durable image, which still holds it, by
         // whoever reads it still.
-        self.drop_idle_frames(&limbo);
-        self.limbo_dropped.store(true, Ordering::Release);
+        self.store.drop_idle_frames(&limbo);
+        self.store.limbo_dropped.store(true, Ordering::Release);
         // A checkpoint that fails after the freeze leaves the in-memory
         // state ahead of the file: the fresh set and the changes were taken
         // into the failed image, its retired pages moved to limbo, and its
@@ -310,7 +233,15 @@ impl BtreeTable {
         // table is marked failed: later checkpoints and writes of it are
         // refused, and reopening recovers from the durable image and the log.
         let written = self
-            .write_image(frozen, &c, &blob, sync_log)
+            .store
+            .write_image(
+                frozen,
+                &c,
+                self.id,
+                &blob,
+                || image_pages(&self.store.file, &c),
+                sync_log,
+            )
             .and_then(|written| {
                 // Durable: a manifest rolled from now on records it; the
                 // edit records it in the live manifest.
@@ -319,15 +250,17 @@ impl BtreeTable {
                 record(c.generation)?;
                 Ok(written)
             })
-            .inspect_err(|e| self.file.fail(&format!("a checkpoint failed: {e}")))?;
+            .inspect_err(|e| self.store.file.fail(&format!("a checkpoint failed: {e}")))?;
         // Durable: what only older images used is free now, once no
         // descent is reading it, and the pages taken from it early may be
         // written.
-        self.after_durable();
+        // Dropped after the writer's lock is let go: the cache may write
+        // and evict those frames from then on.
+        let _held = self.store.after_durable(&mut self.tree.lock().space);
         *durable = c;
         self.persisted_seqno.fetch_max(c.seqno, Ordering::AcqRel);
         let pages = written + u64::from(c.free_map_pages);
-        let bytes = pages * self.file.page_size as u64 + HEADER_BYTES as u64;
+        let bytes = pages * self.store.file.page_size as u64 + HEADER_BYTES as u64;
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.counters.pages.fetch_add(pages, Ordering::Relaxed);
         self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -335,84 +268,6 @@ impl BtreeTable {
             .micros
             .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         Ok(written.max(1))
-    }
-
-    /// Cuts the file before the free pages that end it, so that a table
-    /// gives space back (`free_space::alloc` takes the lowest free pages,
-    /// so the tree drifts toward the start of the file). Runs in the
-    /// freeze, with writers held back: no page past the cut is allocated
-    /// meanwhile. None of the pages cut is in the durable image or read by
-    /// a descent, and until this checkpoint's header is durable that image
-    /// lists them as free: opened after a crash, it names a longer file
-    /// whose missing tail is free space. True if the file was cut.
-    fn trim_file(&self, st: &mut TreeState) -> Result<bool> {
-        let Some(tail) = st.trim_tail() else {
-            return Ok(false);
-        };
-        let len = st.page_count * self.file.page_size as u64;
-        if let Err(e) = self.file.file.set_len(len) {
-            st.untrim(tail);
-            return Err(e);
-        }
-        Ok(true)
-    }
-
-    /// The file operations of a checkpoint: the frozen dirty pages, the
-    /// free map, a sync, the log's sync up to the image's seqno, the header
-    /// slot, a sync. Returns the pages written.
-    fn write_image(
-        &self,
-        frozen: PageSet,
-        c: &Checkpoint,
-        blob: &[u8],
-        sync_log: impl FnOnce(u64) -> Result<()>,
-    ) -> Result<u64> {
-        let mut written = 0u64;
-        // In the file's order, each run of `WRITEBACK_BYTES` written handed
-        // to the disk at once (`start_writeback`) rather than left to the
-        // one sync at the end: a sync of hundreds of MB of dirty pages held
-        // the file system's journal, and commits that waited on it (a log
-        // page's first store, a reservation) were the slowest.
-        let mut frozen: Vec<u64> = frozen.into_iter().collect();
-        frozen.sort_unstable();
-        let page_size = self.file.page_size as u64;
-        let mut run: Option<(u64, u64)> = None;
-        for pgno in frozen {
-            let Some(frame) = self.cache.get::<Frame>(&(self.file.owner, pgno)) else {
-                // Not cached: evicted, so written; or an overflow page,
-                // written when its value was added.
-                continue;
-            };
-            if frame.write_out(&frame.read())? {
-                written += 1;
-                let (first, pages) = run.get_or_insert((pgno, 0));
-                *pages += 1;
-                if *pages * page_size >= WRITEBACK_BYTES {
-                    let len = (pgno + 1 - *first) * page_size;
-                    self.file.file.start_writeback(*first * page_size, len);
-                    run = None;
-                }
-            }
-        }
-        write_run(
-            &self.file,
-            c.free_map_first,
-            blob,
-            page::KIND_FREE_MAP,
-            u64::from(c.free_map_pages),
-        )?;
-        self.file.file.sync()?;
-        // From here a crash may leave either image durable.
-        self.file.durable.add(&self.file, c);
-        sync_log(c.seqno)?;
-        let slot = c.generation % 2;
-        self.file.file.write_at(
-            slot * self.file.page_size as u64,
-            &c.encode(self.file.page_size, self.id),
-        )?;
-        self.file.file.sync()?;
-        self.file.durable.made_durable();
-        Ok(written)
     }
 
     /// Holds back checkpoints (for dropping the table).
@@ -434,7 +289,8 @@ impl BtreeTable {
     pub(crate) fn mark_clean_upto(&self, visible: u64) {
         if let Some(_durable) = self.ckpt.try_lock() {
             // A change is counted before its seqno becomes visible.
-            if self.changes.load(Ordering::Acquire) == 0 && self.file.failed.lock().is_none() {
+            if self.changes.load(Ordering::Acquire) == 0 && self.store.file.failed.lock().is_none()
+            {
                 self.persisted_seqno.fetch_max(visible, Ordering::AcqRel);
             }
         }

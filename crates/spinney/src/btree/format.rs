@@ -23,7 +23,6 @@
 
 use std::collections::BTreeMap;
 
-use super::page::{u32_at, u64_at};
 use crate::encoding::{crc32c, crc32c2};
 use crate::limits;
 use crate::mvcc::key::{self, SEQNO_MAX};
@@ -46,6 +45,11 @@ pub(crate) const DISK_HEADER: usize = 12;
 pub(crate) const HEADER: usize = 16;
 /// Bytes of a slot: a cell's offset and its key's head.
 pub(crate) const SLOT: usize = 6;
+
+/// The bytes of a page's start that whoever finds a page prefetches (the
+/// store, `PREFETCH_IMAGE_LINES`): the header and the slots a search
+/// probes first (`page::search` loads those past them).
+pub(crate) const SLOTS_PREFETCHED: usize = 4 * 64;
 
 // Page kinds, in the image's first byte. On disk: never renumber.
 pub(crate) const KIND_LEAF: u8 = 1;
@@ -71,6 +75,73 @@ pub(crate) const FREE_EXTENT_BYTES: usize = 16;
 const _: () = assert!(limits::BTREE_PAGE_HEADER_BYTES == DISK_HEADER + HEADER);
 const _: () =
     assert!(limits::BTREE_CELL_OVERHEAD_BYTES == SLOT + 2 + 4 + 8 + 4 + key::TRAILER_BYTES);
+
+// The page header's fields, read and written in place (the slotted page
+// built on them: `page.rs`). Images are checked by `page::check_structure`
+// when read, and built only through these and `page.rs`, so reads stay in
+// bounds; they return zeros rather than panic if they ever do not.
+
+pub(crate) fn u16_at(b: &[u8], at: usize) -> usize {
+    b.get(at..at + 2)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, |a| u16::from_le_bytes(a) as usize)
+}
+
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+pub(crate) fn put_u16(b: &mut [u8], at: usize, v: usize) {
+    if let Some(s) = b.get_mut(at..at + 2) {
+        s.copy_from_slice(&(v as u16).to_le_bytes());
+    }
+}
+
+pub(crate) fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    if let Some(s) = b.get_mut(at..at + 8) {
+        s.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+pub(crate) fn kind(p: &[u8]) -> u8 {
+    p.first().copied().unwrap_or(0)
+}
+
+pub(crate) fn link(p: &[u8]) -> u64 {
+    u64_at(p, 8)
+}
+
+pub(crate) fn set_link(p: &mut [u8], v: u64) {
+    put_u64(p, 8, v);
+}
+
+/// Makes `p` an empty page of `kind`.
+pub(crate) fn init(p: &mut [u8], kind: u8, link: u64) {
+    p.fill(0);
+    init_header(p, kind, link);
+}
+
+/// Writes the header of an empty page of `kind` (no cells, the heap at the
+/// end), leaving the rest of `p` as it is.
+pub(crate) fn init_header(p: &mut [u8], kind: u8, link: u64) {
+    if let Some(h) = p.get_mut(..HEADER) {
+        h.fill(0);
+    }
+    if let Some(k) = p.first_mut() {
+        *k = kind;
+    }
+    let len = p.len();
+    put_u16(p, 4, len);
+    set_link(p, link);
+}
 
 pub(crate) fn max_cell_len(page_size: usize) -> usize {
     (page_size - DISK_HEADER - HEADER) / 4 - SLOT

@@ -28,7 +28,7 @@
 //! it to a newly allocated page (and so its parent, up to the root); pages
 //! allocated since the freeze (`fresh`) are changed in place and may be
 //! written any number of times, by a write-back for the cache's budget
-//! (`pager::write_handed_back`) or by the checkpoint.
+//! (`store::write_handed_back`) or by the checkpoint.
 //!
 //! **Checkpoint** (`checkpoint`): freeze (under the commit lock, so no batch
 //! is half applied: record the root, the seqno, the fresh pages and the free
@@ -38,50 +38,47 @@
 //! are reused once that header is durable. Recovery reads the newest valid
 //! header and replays the log from its seqno.
 //!
-//! **Rooms.** The table (`BtreeTable`, below) is one struct whose methods
+//! **Rooms.** Under the tree, the page store (`store/`): the file's pages
+//! on disk and in the cache (`fetch`, `install_page`), runs of pages, free
+//! space across checkpoint epochs and when freed pages are reused
+//! (`reclaim`), the header slots and a checkpoint's writes. It knows pages,
+//! not cells. The table (`BtreeTable`, below) is one struct whose methods
 //! live beside the part of the design they carry out:
-//! - `format.rs`: every byte layout (header slot, page framing, free map,
-//!   page constants, cell sizes), pure, with golden-byte tests;
+//! - `format.rs`: every byte layout (header slot, page framing, page
+//!   header, free map, page constants, cell sizes), pure, with golden-byte
+//!   tests; the store and the tree both read it;
 //! - `page.rs`: the slotted page image, read and built in place;
-//! - `pager.rs`: page file I/O, runs of pages, and the cached frames
-//!   (`fetch`, `install_page`);
-//! - `free_space.rs`: the writer's state, allocation across epochs, free
-//!   extents, and when freed pages are reused (`reclaim`);
 //! - `read.rs`: the descent, point reads, the tree's shape;
 //! - `write.rs`: the writer and `apply`, with the copy-on-write path;
 //! - `reshape.rs`: split, merge, `tidy` and pruning (`versions_kept`);
-//! - `checkpoint.rs`: checkpoints, creating a file, opening it at its
-//!   newest header;
+//! - `checkpoint.rs`: checkpoints (the freeze, then the store's writes),
+//!   creating a file, opening it at its newest header;
 //! - `vacuum.rs`: moving pages from the end of the file, to give space back;
 //! - `iter.rs`: the iterator; `verify.rs`: checks and dumps of a file.
 
 mod checkpoint;
 pub(crate) mod format;
-pub(crate) mod frames;
-mod free_space;
 pub(crate) mod iter;
 pub(crate) mod page;
-pub(crate) mod pager;
+#[cfg(test)]
+mod page_reuse;
 mod read;
 mod reshape;
+pub(crate) mod store;
 mod vacuum;
 pub(crate) mod verify;
 mod write;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
 pub(crate) use self::checkpoint::CheckpointCounters;
 pub(crate) use self::format::Checkpoint;
-pub(crate) use self::free_space::TreeState;
-use self::pager::PageFile;
 pub use self::read::BtreeShape;
 pub(crate) use self::read::{Lookup, Target};
-use crate::cache::Cache;
-use crate::counter::StripedGate;
+use self::store::{PageSet, PageStore, Space};
 use crate::error::{Error, Result};
 use crate::options::TableOptions;
 
@@ -218,14 +215,44 @@ impl Drop for RootGuard<'_> {
     }
 }
 
+/// What only the writer touches: the file's free space (`Space`), and the
+/// leaves a commit group left to tidy.
+#[derive(Debug, Default)]
+pub(crate) struct TreeState {
+    pub(crate) space: Space,
+    /// Leaves split by the commit group being applied while they held
+    /// versions that its publication makes invisible (see `tidy`), and a
+    /// key in each.
+    pub(crate) untidy: PageSet,
+    pub(crate) untidy_keys: Vec<Vec<u8>>,
+    /// Set while a range delete is applied: each leaf a delete goes into
+    /// is marked untidy too, so that once the group is published `tidy`
+    /// prunes the deleted keys away and packs the leaves.
+    pub(crate) deleting_range: bool,
+    /// A range delete marked leaves since the last `tidy`: that `tidy`
+    /// packs every run, however little pruning drops (`UNTIDY_SHARE` is
+    /// for splits), so that seeks do not step over the deleted keys.
+    pub(crate) range_deleted: bool,
+    /// A buffer the writer rebuilds pages from (`reshape`), kept between
+    /// uses.
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl TreeState {
+    /// Whether no leaf waits for `BtreeTable::tidy`.
+    pub(crate) fn is_tidy(&self) -> bool {
+        self.untidy_keys.is_empty()
+    }
+}
+
 pub(crate) struct BtreeTable {
     pub id: u32,
     pub name: String,
     pub options: TableOptions,
     pub dropped: AtomicBool,
     pub path: PathBuf,
-    pub file: Arc<PageFile>,
-    cache: Arc<Cache>,
+    /// The file's pages, in the file and in the cache, and its free space.
+    pub store: PageStore,
     root: RootCell,
     tree: Mutex<TreeState>,
     /// Held for a whole checkpoint; guards `durable`.
@@ -240,20 +267,7 @@ pub(crate) struct BtreeTable {
     pub changes: AtomicU64,
     /// A background checkpoint of this table is claimed (under `bg`).
     pub checkpointing: AtomicBool,
-    /// Whether the running checkpoint has dropped every limbo page's frame
-    /// from the cache once (`BtreeTable::checkpoint`, without the gate):
-    /// until then `reclaim` leaves limbo alone, so that it never drops a
-    /// page that was reused since. Cleared by the freeze (under the
-    /// writer's lock), set by the checkpoint without taking that lock, so
-    /// that a checkpoint never waits for a long writer (`compact_all`'s
-    /// packing) before it writes; checkpoints are one at a time (`ckpt`).
-    limbo_dropped: AtomicBool,
     pub counters: CheckpointCounters,
-    /// Held shared by every descent for as long as it reads pages it found
-    /// through the tree, and closed (`try_close`, never waited for) to
-    /// reuse the pages of an older image (`reclaim`). Striped: every read
-    /// passes it.
-    descents: StripedGate,
 }
 
 impl std::fmt::Debug for BtreeTable {
@@ -270,8 +284,8 @@ impl std::fmt::Debug for BtreeTable {
 /// took.
 impl Drop for BtreeTable {
     fn drop(&mut self) {
-        let held = self.tree.get_mut().held.len() as u64;
-        self.cache.unpin(held * self.charge());
+        let held = self.tree.get_mut().space.held.len() as u64;
+        self.store.cache.unpin(held * self.store.charge());
     }
 }
 
@@ -279,7 +293,7 @@ impl BtreeTable {
     /// Whether a page write failed (in an eviction); the table takes no
     /// more writes then.
     pub(crate) fn check_failed(&self) -> Result<()> {
-        match &*self.file.failed.lock() {
+        match &*self.store.file.failed.lock() {
             Some(reason) => Err(Error::ReadOnly {
                 reason: reason.clone(),
             }),
@@ -314,7 +328,7 @@ pub(crate) fn reopen_scratch_table(
     cache_bytes: u64,
 ) -> BtreeTable {
     let fs = crate::fs::OsFs::new();
-    let cache = Arc::new(crate::cache::Cache::new(cache_bytes));
+    let cache = std::sync::Arc::new(crate::cache::Cache::new(cache_bytes));
     let options = scratch_options(page_size);
     BtreeTable::open(&fs, dir, 1, "t".into(), options, cache, 1, 1, 0, false).expect("open")
 }

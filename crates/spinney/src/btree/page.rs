@@ -35,8 +35,10 @@
 //! caller holds the page's latch.
 
 pub(crate) use super::format::{
-    HEADER, KIND_BRANCH, KIND_FREE_MAP, KIND_LEAF, KIND_OVERFLOW, SLOT,
+    init, kind, link, set_link, u16_at, u32_at, u64_at, HEADER, KIND_BRANCH, KIND_FREE_MAP,
+    KIND_LEAF, KIND_OVERFLOW, SLOT,
 };
+use super::format::{init_header, put_u16, put_u64, SLOTS_PREFETCHED};
 use std::ops::Range;
 
 use crate::mvcc::key::{self, KeyRef};
@@ -44,48 +46,10 @@ use crate::mvcc::key::{self, KeyRef};
 /// The longest prefix a page header records.
 const PREFIX_MAX: usize = u8::MAX as usize;
 
-// Field access. Images are checked by `check_structure` when read, and
-// built only by the functions below, so these reads stay in bounds; they
-// return zeros rather than panic if they ever do not.
-
-pub(crate) fn u16_at(b: &[u8], at: usize) -> usize {
-    b.get(at..at + 2)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, |a| u16::from_le_bytes(a) as usize)
-}
-
-pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u32::from_le_bytes)
-}
-
-pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
-}
-
-fn put_u16(b: &mut [u8], at: usize, v: usize) {
-    if let Some(s) = b.get_mut(at..at + 2) {
-        s.copy_from_slice(&(v as u16).to_le_bytes());
-    }
-}
-
 fn head_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u32::from_be_bytes)
-}
-
-fn put_u64(b: &mut [u8], at: usize, v: u64) {
-    if let Some(s) = b.get_mut(at..at + 8) {
-        s.copy_from_slice(&v.to_le_bytes());
-    }
-}
-
-pub(crate) fn kind(p: &[u8]) -> u8 {
-    p.first().copied().unwrap_or(0)
 }
 
 pub(crate) fn count(p: &[u8]) -> usize {
@@ -109,34 +73,6 @@ fn heap(p: &[u8]) -> usize {
 
 fn garbage(p: &[u8]) -> usize {
     u16_at(p, 6)
-}
-
-pub(crate) fn link(p: &[u8]) -> u64 {
-    u64_at(p, 8)
-}
-
-pub(crate) fn set_link(p: &mut [u8], v: u64) {
-    put_u64(p, 8, v);
-}
-
-/// Makes `p` an empty page of `kind`.
-pub(crate) fn init(p: &mut [u8], kind: u8, link: u64) {
-    p.fill(0);
-    init_header(p, kind, link);
-}
-
-/// Writes the header of an empty page of `kind` (no cells, the heap at the
-/// end), leaving the rest of `p` as it is.
-fn init_header(p: &mut [u8], kind: u8, link: u64) {
-    if let Some(h) = p.get_mut(..HEADER) {
-        h.fill(0);
-    }
-    if let Some(k) = p.first_mut() {
-        *k = kind;
-    }
-    let len = p.len();
-    put_u16(p, 4, len);
-    set_link(p, link);
 }
 
 /// Where slot `i` starts in the image.
@@ -438,10 +374,6 @@ impl Heads<'_> {
 /// or also those equal to it when `or_equal`. Heads narrow the search to
 /// the cells whose head ties the target's (usually none or one); full keys
 /// decide among those. `compared` counts the heads and keys compared.
-/// The bytes of a page's start that whoever finds a page prefetches
-/// (`pager::PREFETCH_IMAGE_LINES`).
-pub(crate) const SLOTS_PREFETCHED: usize = 4 * 64;
-
 fn search(
     p: &[u8],
     target: KeyRef<'_>,

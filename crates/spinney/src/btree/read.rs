@@ -27,7 +27,7 @@ use std::sync::Arc;
 use super::page::{self, Value};
 use crossbeam_epoch::Guard;
 
-use super::pager::{read_run, Frame, ReadGuard};
+use super::store::{read_run, Frame, ReadGuard};
 use super::{iter, BtreeTable};
 use crate::counter::GatePass;
 use crate::error::Result;
@@ -307,7 +307,7 @@ impl BtreeTable {
         ctx: &mut ReadContext,
         epoch: &'g Guard,
     ) -> Result<Option<Leaf<'g>>> {
-        let descent = self.descents.enter();
+        let descent = self.store.descents.enter();
         // The top of the tree read from this thread's copies, and the first
         // page below them latched, while the root stayed where it was read
         // (`RootCell`) and no page read from a copy changed (their
@@ -333,7 +333,7 @@ impl BtreeTable {
                 if !from_copies || depth >= root.height || (depth > 1 && fanout > COPIED_FANOUT) {
                     break;
                 }
-                let Some(frame) = self.find_frame(pgno, epoch) else {
+                let Some(frame) = self.store.find_frame(pgno, epoch) else {
                     break;
                 };
                 let Some((read, child)) = read_copy(frame, target, bounds.as_deref_mut(), ctx)
@@ -346,12 +346,12 @@ impl BtreeTable {
             }
             let copies = copied.iter().filter(|c| c.0.is_some()).count() as u64;
             let (frame, guard, found) = if copies == 0 {
-                self.latch_for_read(pgno, epoch, ctx)?
+                self.store.latch_for_read(pgno, epoch, ctx)?
             } else {
                 // A page a copy named may have been freed since: only a
                 // cached one is latched (a freed page's frame is gone, and
                 // its place in the file holds no page to read).
-                match self.latch_if_cached(pgno, epoch, ctx) {
+                match self.store.latch_if_cached(pgno, epoch, ctx) {
                     Some((frame, guard)) => (frame, guard, true),
                     None => {
                         from_copies = false;
@@ -381,7 +381,7 @@ impl BtreeTable {
                 }
                 page::KIND_BRANCH if depth < height => {}
                 _ => {
-                    return Err(self.file.corrupt(
+                    return Err(self.store.file.corrupt(
                         frame.pgno,
                         "tree is deeper than its height or not a tree page",
                     ))
@@ -396,7 +396,7 @@ impl BtreeTable {
                 n,
             });
             // The child's latch is taken before the parent's is let go.
-            let (child_frame, child_guard, found) = self.latch_for_read(child, epoch, ctx)?;
+            let (child_frame, child_guard, found) = self.store.latch_for_read(child, epoch, ctx)?;
             found_here += u64::from(found);
             (frame, guard) = (child_frame, child_guard);
             depth += 1;
@@ -410,8 +410,8 @@ impl BtreeTable {
     /// Counts pages a read found through the frame table (the cache's own
     /// path counts its hits itself).
     fn count_found(&self, pages: u64) {
-        self.file.counters.from_cache.add(pages);
-        self.cache.count_hits(pages);
+        self.store.file.counters.from_cache.add(pages);
+        self.store.cache.count_hits(pages);
     }
 
     /// The leaf a cursor read last (`place`) again, latched, if its frame
@@ -431,8 +431,8 @@ impl BtreeTable {
         ctx: &mut ReadContext,
         epoch: &'g Guard,
     ) -> Option<Leaf<'g>> {
-        let descent = self.descents.enter();
-        let (frame, guard) = self.latch_if_cached(place.leaf, epoch, ctx)?;
+        let descent = self.store.descents.enter();
+        let (frame, guard) = self.store.latch_if_cached(place.leaf, epoch, ctx)?;
         if frame.version() != place.version {
             return None;
         }
@@ -472,17 +472,19 @@ impl BtreeTable {
             false if parent.pos >= 2 => parent.pos - 1,
             _ => return Ok(None),
         };
-        let descent = self.descents.enter();
-        let Some((frame, guard)) = self.latch_if_cached(parent.pgno, epoch, ctx) else {
+        let descent = self.store.descents.enter();
+        let Some((frame, guard)) = self.store.latch_if_cached(parent.pgno, epoch, ctx) else {
             return Ok(None);
         };
         if frame.version() != parent.version {
             return Ok(None);
         }
         let p = &guard.image;
-        let (leaf, leaf_guard, found) = self.latch_for_read(page::child_at(p, pos), epoch, ctx)?;
+        let (leaf, leaf_guard, found) =
+            self.store
+                .latch_for_read(page::child_at(p, pos), epoch, ctx)?;
         if page::kind(&leaf_guard.image) != page::KIND_LEAF {
-            return Err(self.file.corrupt(
+            return Err(self.store.file.corrupt(
                 leaf.pgno,
                 "a branch page's children are not all at one level",
             ));
@@ -505,8 +507,8 @@ impl BtreeTable {
             Value::Inline(b) => Ok(b.to_vec()),
             Value::Overflow { len, first, pages } => {
                 ctx.blocks_from_storage += u64::from(pages);
-                ctx.bytes_read += u64::from(pages) * self.file.page_size as u64;
-                read_run(&self.file, first, pages, len, page::KIND_OVERFLOW)
+                ctx.bytes_read += u64::from(pages) * self.store.file.page_size as u64;
+                read_run(&self.store.file, first, pages, len, page::KIND_OVERFLOW)
             }
         }
     }
@@ -603,7 +605,7 @@ impl BtreeTable {
                     Kind::Delete | Kind::RangeDelete => Ok(Lookup::Absent),
                 },
                 Some(_) => Ok(Lookup::Absent),
-                None => Err(self.file.corrupt(leaf.frame.pgno, "bad key trailer")),
+                None => Err(self.store.file.corrupt(leaf.frame.pgno, "bad key trailer")),
             };
         }
         // Past the leaf's last key. The descent went to the leaf that holds
@@ -637,7 +639,9 @@ impl BtreeTable {
                 if pos < page::count(p) {
                     match ParsedKey::parse(page::ikey(p, pos)) {
                         Some(k) => (k.user_key == user_key).then_some(k.seqno),
-                        None => return Err(self.file.corrupt(leaf.frame.pgno, "bad key trailer")),
+                        None => {
+                            return Err(self.store.file.corrupt(leaf.frame.pgno, "bad key trailer"))
+                        }
                     }
                 } else {
                     None
@@ -655,22 +659,22 @@ impl BtreeTable {
             let (_, height) = self.root.read().place();
             BtreeShape {
                 height,
-                file_bytes: st.page_count * self.file.page_size as u64,
-                free_pages: st.free_pages(),
-                page_size: self.file.page_size as u64,
+                file_bytes: st.space.page_count * self.store.file.page_size as u64,
+                free_pages: st.space.free_pages(),
+                page_size: self.store.file.page_size as u64,
                 ..BtreeShape::default()
             }
         };
         let mut used_bytes = 0u64;
         let mut ctx = ReadContext::default();
         let mut stack = Vec::new();
-        let _descent = self.descents.enter();
+        let _descent = self.store.descents.enter();
         let root = self.root.read().pgno;
         if root != 0 {
             stack.push(root);
         }
         while let Some(pgno) = stack.pop() {
-            let frame = self.fetch(pgno, &mut ctx)?;
+            let frame = self.store.fetch(pgno, &mut ctx)?;
             let g = frame.read();
             let p = &g.image;
             used_bytes += page::used(p) as u64;
@@ -694,7 +698,7 @@ impl BtreeTable {
         }
         let pages = shape.leaf_pages + shape.branch_pages;
         if pages > 0 {
-            shape.fill = used_bytes as f64 / (pages * self.file.image_len() as u64) as f64;
+            shape.fill = used_bytes as f64 / (pages * self.store.file.image_len() as u64) as f64;
         }
         Ok(shape)
     }
@@ -703,6 +707,6 @@ impl BtreeTable {
     pub(crate) fn quick_shape(&self) -> (u32, u64, u64) {
         let st = self.tree.lock();
         let (_, height) = self.root.read().place();
-        (height, st.page_count, st.free_pages())
+        (height, st.space.page_count, st.space.free_pages())
     }
 }

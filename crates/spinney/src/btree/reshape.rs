@@ -17,9 +17,9 @@
 
 use std::sync::Arc;
 
-use super::free_space::TreeState;
 use super::page;
-use super::pager::{write_handed_back, Frame, WriteGuard};
+use super::store::{write_handed_back, Frame, WriteGuard};
+use super::TreeState;
 use super::{BtreeTable, Root};
 use crate::error::Result;
 use crate::mvcc::key::{self, internal_key, KeyRef, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
@@ -117,7 +117,7 @@ impl BtreeTable {
             // Where this leaf's versions end, before pruning may empty it.
             let last = last_version(&g.image);
             self.prune_after(st, &mut g.image, horizon, Some((user_key, seqno)));
-            st.changed(leaf.pgno, &g);
+            st.space.changed(leaf.pgno, &g);
             let small = page::used(&g.image) < g.image.len() / 4;
             drop(g);
             if small && path.len() > 1 {
@@ -147,7 +147,7 @@ impl BtreeTable {
             let (Some(g), Some((frame, _))) = (guards.get_mut(level), path.get(level)) else {
                 break;
             };
-            st.changed(frame.pgno, g);
+            st.space.changed(frame.pgno, g);
             let this_pgno = frame.pgno;
             let p = &mut g.image;
             let is_leaf = page::kind(p) == page::KIND_LEAF;
@@ -173,7 +173,7 @@ impl BtreeTable {
                 .map(|i| page::cell_bytes(&src, i))
                 .collect();
             cells.insert(pos, &new_cell);
-            let right_pgno = self.alloc_page(st);
+            let right_pgno = self.store.alloc_page(&mut st.space);
             let mut right = vec![0u8; p.len()];
             let sep = if is_leaf {
                 let m = leaf_split_point(&cells, pos + 1 == cells.len(), p.len() - page::HEADER);
@@ -229,16 +229,16 @@ impl BtreeTable {
                 page::rebuild(p, cells.get(..m).unwrap_or(&[]));
                 cell_key(mid, false).to_vec()
             };
-            self.install_page(st, right_pgno, right);
+            self.store.install_page(&mut st.space, right_pgno, right);
             carry = Some((sep, right_pgno));
         }
         if let Some((sep, right)) = carry {
             // The root split: a new root over the two halves.
-            let pgno = self.alloc_page(st);
-            let mut image = vec![0u8; self.file.image_len()];
+            let pgno = self.store.alloc_page(&mut st.space);
+            let mut image = vec![0u8; self.store.file.image_len()];
             page::init(&mut image, page::KIND_BRANCH, root.pgno);
             page::insert(&mut image, 0, &page::branch_cell(&sep, right));
-            self.install_page(st, pgno, image);
+            self.store.install_page(&mut st.space, pgno, image);
             *root = Root::new(pgno, root.height + 1);
         }
         Ok(())
@@ -270,9 +270,9 @@ impl BtreeTable {
                 page::child_at(&g.image, left_pos + 1),
             )
         };
-        let mut left = self.fetch(left_pgno, &mut ctx)?;
-        let right = self.fetch(right_pgno, &mut ctx)?;
-        let limit = self.file.image_len() * 3 / 4;
+        let mut left = self.store.fetch(left_pgno, &mut ctx)?;
+        let right = self.store.fetch(right_pgno, &mut ctx)?;
+        let limit = self.store.file.image_len() * 3 / 4;
         // Whether the pair fits, before copying or latching anything: a
         // small leaf is most often a new one that a split of an ordered
         // load left, beside a full one. (Copying the left page only prunes
@@ -285,7 +285,7 @@ impl BtreeTable {
         if !fits(&left.read().image, &right.read().image) {
             return Ok(());
         }
-        if !st.fresh.contains(&left_pgno) {
+        if !st.space.fresh.contains(&left_pgno) {
             left = self.copy_page(st, &left, Some(parent), left_pos, horizon)?;
         }
         let mut root = self.root.write();
@@ -304,13 +304,13 @@ impl BtreeTable {
             .collect();
         cells.extend((0..page::count(&rg.image)).map(|i| page::cell_bytes(&rg.image, i).to_vec()));
         page::rebuild(&mut lg.image, &cells);
-        st.changed(left.pgno, &lg);
+        st.space.changed(left.pgno, &lg);
         let Some(pg) = guards.last_mut() else {
             return Ok(());
         };
         // Drop the separator of the right page (cell left_pos).
         page::remove(&mut pg.image, left_pos);
-        st.changed(parent.pgno, pg);
+        st.space.changed(parent.pgno, pg);
         drop(rg);
         self.forget_page(st, right_pgno);
         self.collapse_root(st, &mut root, guards);
@@ -347,7 +347,7 @@ impl BtreeTable {
         let worth = if std::mem::take(&mut st.range_deleted) {
             0
         } else {
-            self.file.image_len() / UNTIDY_SHARE
+            self.store.file.image_len() / UNTIDY_SHARE
         };
         self.tidy_leaving(st, horizon, 0, worth)
     }
@@ -373,8 +373,8 @@ impl BtreeTable {
             .iter()
             .try_for_each(|ik| self.repack(st, ik, horizon, slack, worth));
         st.untidy.clear();
-        write_handed_back(&self.cache);
-        packed.inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))
+        write_handed_back(&self.store.cache);
+        packed.inspect_err(|e| self.store.file.fail(&format!("packing leaves failed: {e}")))
     }
 
     /// Prunes and packs the run of untidy leaves around the leaf of `ik`,
@@ -400,7 +400,7 @@ impl BtreeTable {
             // The root is a leaf: prune it where it is.
             let mut g = leaf.write();
             self.prune(st, &mut g.image, horizon);
-            st.changed(leaf.pgno, &g);
+            st.space.changed(leaf.pgno, &g);
             st.untidy.remove(&leaf.pgno);
             return Ok(());
         };
@@ -409,7 +409,7 @@ impl BtreeTable {
             let n = page::count(&g.image);
             let untidy = |i: usize| {
                 let c = page::child_at(&g.image, i);
-                st.untidy.contains(&c) && st.fresh.contains(&c)
+                st.untidy.contains(&c) && st.space.fresh.contains(&c)
             };
             let mut lo = pos;
             while lo > 0 && untidy(lo - 1) {
@@ -417,7 +417,7 @@ impl BtreeTable {
             }
             // A leaf this epoch wrote just before the run is taken in: it is
             // often the partly empty last page of the run packed before.
-            let taken_in = lo > 0 && st.fresh.contains(&page::child_at(&g.image, lo - 1));
+            let taken_in = lo > 0 && st.space.fresh.contains(&page::child_at(&g.image, lo - 1));
             if taken_in {
                 lo -= 1;
             }
@@ -435,13 +435,13 @@ impl BtreeTable {
         let mut ctx = ReadContext::default();
         let frames = children
             .iter()
-            .map(|&c| self.fetch(c, &mut ctx))
+            .map(|&c| self.store.fetch(c, &mut ctx))
             .collect::<Result<Vec<_>>>()?;
         // The last version in the leaf before the run: a key's versions may
         // begin there. (Before a run that starts a parent's children it is
         // not looked up; pruning then keeps a little more than it could.)
         let newer_before = match before {
-            Some(c) => last_version(&self.fetch(c, &mut ctx)?.read().image),
+            Some(c) => last_version(&self.store.fetch(c, &mut ctx)?.read().image),
             None => None,
         };
 
@@ -496,7 +496,7 @@ impl BtreeTable {
                 if l > 0 || !taken_in {
                     hidden += c.len() + page::SLOT;
                     if let page::Value::Overflow { pages, .. } = page::cell_value(c) {
-                        hidden += pages as usize * self.file.page_size;
+                        hidden += pages as usize * self.store.file.page_size;
                     }
                 }
                 dropped.push(c);
@@ -509,7 +509,7 @@ impl BtreeTable {
             st.scratch = copy;
             return Ok(());
         }
-        let room = (self.file.image_len() - page::HEADER).saturating_sub(slack);
+        let room = (self.store.file.image_len() - page::HEADER).saturating_sub(slack);
         let cuts = match pack(&kept, room, leaves.len()) {
             Some(cuts) => cuts,
             // Pruned where they are, unless that empties one.
@@ -547,10 +547,10 @@ impl BtreeTable {
             return Ok(());
         }
         page::rebuild(&mut pg.image, &parent_cells);
-        st.changed(parent.pgno, pg);
+        st.space.changed(parent.pgno, pg);
         for ((g, w), f) in leaves.iter_mut().zip(cuts.windows(2)).zip(&frames) {
             page::rebuild(&mut g.image, &kept[w[0]..w[1]]);
-            st.changed(f.pgno, g);
+            st.space.changed(f.pgno, g);
         }
         let used = cuts.len() - 1;
         drop(leaves);

@@ -28,10 +28,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::format::FIRST_DATA_PAGE;
-use super::free_space::TreeState;
 use super::page::{self, Value};
-use super::pager::{write_handed_back, write_run};
+use super::store::{write_handed_back, write_run};
 use super::BtreeTable;
+use super::TreeState;
 use crate::error::Result;
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
@@ -58,7 +58,7 @@ impl BtreeTable {
         self.check_failed()?;
         let packed = self
             .pack_all(&mut st, horizon)
-            .inspect_err(|e| self.file.fail(&format!("packing leaves failed: {e}")))?;
+            .inspect_err(|e| self.store.file.fail(&format!("packing leaves failed: {e}")))?;
         self.changes.fetch_add(packed, Ordering::Relaxed);
         Ok(packed)
     }
@@ -79,10 +79,10 @@ impl BtreeTable {
                     st.untidy.insert(leaf.pgno);
                 }
                 drop(path);
-                write_handed_back(&self.cache);
+                write_handed_back(&self.store.cache);
             }
             st.untidy_keys.extend_from_slice(chunk);
-            self.tidy_leaving(st, horizon, self.file.image_len() / PACK_SLACK, 0)?;
+            self.tidy_leaving(st, horizon, self.store.file.image_len() / PACK_SLACK, 0)?;
         }
         Ok(leaves)
     }
@@ -110,7 +110,7 @@ impl BtreeTable {
                 }
                 continue;
             }
-            let frame = self.fetch(pgno, &mut ctx)?;
+            let frame = self.store.fetch(pgno, &mut ctx)?;
             let g = frame.read();
             let p = &g.image;
             match page::kind(p) {
@@ -126,6 +126,7 @@ impl BtreeTable {
                 page::KIND_LEAF if depth == height => {}
                 _ => {
                     return Err(self
+                        .store
                         .file
                         .corrupt(pgno, "tree is deeper than its height or not a tree page"))
                 }
@@ -145,17 +146,18 @@ impl BtreeTable {
     pub(crate) fn vacuum(&self, horizon: &Horizon) -> Result<u64> {
         let mut st = self.tree.lock();
         self.check_failed()?;
-        self.reclaim(&mut st);
+        self.store.reclaim(&mut st.space);
         let in_use = st
+            .space
             .page_count
-            .saturating_sub(FIRST_DATA_PAGE + st.free_pages());
+            .saturating_sub(FIRST_DATA_PAGE + st.space.free_pages());
         let boundary = FIRST_DATA_PAGE + in_use;
-        if boundary >= st.page_count {
+        if boundary >= st.space.page_count {
             return Ok(0);
         }
         let moved = self
             .move_pages_past(&mut st, boundary, horizon)
-            .inspect_err(|e| self.file.fail(&format!("moving pages failed: {e}")))?;
+            .inspect_err(|e| self.store.file.fail(&format!("moving pages failed: {e}")))?;
         self.changes.fetch_add(moved, Ordering::Relaxed);
         Ok(moved)
     }
@@ -175,15 +177,15 @@ impl BtreeTable {
         for route in routes {
             // Copies every page on the way that the last checkpoint wrote
             // to the lowest free page: the page past the boundary among them.
-            let before = st.fresh.len();
+            let before = st.space.fresh.len();
             let path = self.write_path(st, &route, horizon)?;
-            moved += (st.fresh.len() - before) as u64;
+            moved += (st.space.fresh.len() - before) as u64;
             let Some((leaf, _)) = path.last() else {
                 continue;
             };
             let leaf = Arc::clone(leaf);
             drop(path);
-            write_handed_back(&self.cache);
+            write_handed_back(&self.store.cache);
             let mut g = leaf.write();
             for i in 0..page::count(&g.image) {
                 let v = page::value(&g.image, i);
@@ -191,22 +193,22 @@ impl BtreeTable {
                     continue;
                 };
                 let value = self.read_value(v, &mut ctx)?;
-                let to = st.alloc(u64::from(pages));
+                let to = st.space.alloc(u64::from(pages));
                 if to >= first {
                     // No lower run is free: leave it.
-                    st.release(to, u64::from(pages));
+                    st.space.release(to, u64::from(pages));
                     continue;
                 }
                 write_run(
-                    &self.file,
+                    &self.store.file,
                     to,
                     &value,
                     page::KIND_OVERFLOW,
                     u64::from(pages),
                 )?;
                 page::set_overflow_first(&mut g.image, i, to);
-                st.changed(leaf.pgno, &g);
-                st.release(first, u64::from(pages));
+                st.space.changed(leaf.pgno, &g);
+                st.space.release(first, u64::from(pages));
                 moved += u64::from(pages);
             }
         }

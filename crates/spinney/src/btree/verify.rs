@@ -10,10 +10,9 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
-use super::format::{Checkpoint, FIRST_DATA_PAGE, HEADER_BYTES};
-use super::frames::FrameTable;
+use super::format::{Checkpoint, FIRST_DATA_PAGE};
 use super::page::{self, Value};
-use super::pager::{read_run, PageCounters, PageFile};
+use super::store::{image, read_run, PageFile};
 use super::BtreeTable;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
@@ -48,7 +47,7 @@ impl Claims<'_> {
 pub(crate) fn verify(table: &BtreeTable) -> Result<u64> {
     // Held throughout: no checkpoint frees a page of this image meanwhile.
     let durable = table.ckpt.lock();
-    verify_image(&table.file, &durable)
+    verify_image(&table.store.file, &durable)
 }
 
 fn verify_image(file: &PageFile, c: &Checkpoint) -> Result<u64> {
@@ -149,51 +148,11 @@ fn verify_image(file: &PageFile, c: &Checkpoint) -> Result<u64> {
     Ok(entries)
 }
 
-/// Reads the newest valid header of a file whose page size and table are
-/// taken from the header itself.
-fn read_header(fs: &dyn Fs, path: &Path) -> Result<(PageFile, Checkpoint)> {
-    let file = fs.open_paged(path, false)?;
-    // The page size and table id come from whichever slot is valid: slot 0
-    // is at offset 0, slot 1 one page in, for each possible page size.
-    let mut best: Option<(Checkpoint, usize)> = None;
-    for page_size in (12..=15).map(|bits| 1usize << bits) {
-        for slot in 0..2u64 {
-            let mut b = vec![0u8; HEADER_BYTES];
-            let n = file.read_at(slot * page_size as u64, &mut b)?;
-            let b = b.get(..n).unwrap_or(&[]);
-            let (size, table_id) = (page::u32_at(b, 12) as usize, page::u32_at(b, 16));
-            if size != page_size {
-                continue;
-            }
-            if let Ok(c) = Checkpoint::decode(b, page_size, table_id) {
-                if best.is_none_or(|(b, _)| c.generation > b.generation) {
-                    best = Some((c, page_size));
-                }
-            }
-        }
-    }
-    let (c, page_size) =
-        best.ok_or_else(|| Error::corruption(path, 0, "no valid checkpoint header"))?;
-    let pf = PageFile {
-        file,
-        page_size,
-        compression: crate::options::Compression::None,
-        owner: 0,
-        counters: PageCounters::default(),
-        failed: parking_lot::Mutex::new(None),
-        loading: parking_lot::Mutex::default(),
-        frames: FrameTable::default(),
-        read_only: false,
-        durable: DurableGuard::default(),
-    };
-    Ok((pf, c))
-}
-
 /// Describes a B-tree file for `spinney dump`: its checkpoint header, then
 /// every page of the tree, level by level, with its keys.
 pub(crate) fn dump_file(fs: &dyn Fs, path: &Path, out: &mut dyn Write) -> Result<()> {
     let w = |e: std::io::Error| Error::io("write", "<dump output>", e);
-    let (file, c) = read_header(fs, path)?;
+    let (file, c) = image::open_any(fs, path, page::check_structure)?;
     writeln!(
         out,
         "B-tree file {}: page size {}, checkpoint {} (log seqno {}), root page {}, height {}, {} pages, free map at {} ({} pages)",
@@ -261,70 +220,11 @@ pub(crate) fn dump_file(fs: &dyn Fs, path: &Path, out: &mut dyn Write) -> Result
     }
 }
 
-/// The rule the copy-on-write checkpoint rests on, checked in test builds
-/// (feature `testing`): no page of the durable image is written over. It
-/// holds the pages of the durable image (tree, overflow runs, free map),
-/// and from a checkpoint's data sync until its header is synced those of
-/// the image it makes durable as well, since a crash may leave either;
-/// `check` panics when a page write lands on one. Each image is walked
-/// from the file once, at open or at its checkpoint's data sync (a cost
-/// for tests only: without the feature this is empty and does nothing). The crash tests meet a
-/// violation only when a crash garbles that very write; this meets every
-/// one (a write-back writing a page again after the checkpoint that wrote
-/// it had synced, two or three times a run of `crash_commit`).
-#[derive(Debug, Default)]
-pub(crate) struct DurableGuard {
-    /// The pages no write may touch.
-    #[cfg(feature = "testing")]
-    pages: parking_lot::Mutex<HashSet<u64>>,
-    /// The pages of the image being made durable (`add`).
-    #[cfg(feature = "testing")]
-    next: parking_lot::Mutex<HashSet<u64>>,
-}
-
-impl DurableGuard {
-    /// The durable image is `c` (at open).
-    pub(crate) fn set(&self, _file: &PageFile, _c: &Checkpoint) {
-        #[cfg(feature = "testing")]
-        {
-            *self.pages.lock() = image_pages(_file, _c);
-        }
-    }
-
-    /// `c` may be durable too (its pages are synced, its header not yet).
-    pub(crate) fn add(&self, _file: &PageFile, _c: &Checkpoint) {
-        #[cfg(feature = "testing")]
-        {
-            let next = image_pages(_file, _c);
-            self.pages.lock().extend(&next);
-            *self.next.lock() = next;
-        }
-    }
-
-    /// The image `add` named is the durable one (its header is synced).
-    pub(crate) fn made_durable(&self) {
-        #[cfg(feature = "testing")]
-        {
-            *self.pages.lock() = std::mem::take(&mut *self.next.lock());
-        }
-    }
-
-    /// Panics if page `pgno`, just written, is one of the durable image.
-    pub(crate) fn check(&self, _file: &PageFile, _pgno: u64) {
-        #[cfg(feature = "testing")]
-        assert!(
-            !self.pages.lock().contains(&_pgno),
-            "{}: page {_pgno} of the durable image was written over",
-            _file.file.path().display()
-        );
-    }
-}
-
 /// The pages image `c` uses, read from the file without the counters: as
 /// many as can be read (a page that fails to read is left out; a page
-/// named twice is walked once).
-#[cfg(feature = "testing")]
-fn image_pages(file: &PageFile, c: &Checkpoint) -> HashSet<u64> {
+/// named twice is walked once). For the store's check that no write lands
+/// on the durable image, in test builds (`store::durable`).
+pub(super) fn image_pages(file: &PageFile, c: &Checkpoint) -> HashSet<u64> {
     let mut pages: HashSet<u64> = (0..u64::from(c.free_map_pages))
         .map(|i| c.free_map_first.saturating_add(i))
         .collect();

@@ -18,11 +18,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::format::max_cell_len;
-use super::free_space::TreeState;
 use super::iter::BtreeIter;
 use super::page::{self, Value};
-use super::pager::{write_handed_back, write_run, Frame};
 use super::reshape::last_key;
+use super::store::{write_handed_back, write_run, Frame};
+use super::TreeState;
 use super::{BtreeTable, Root};
 use crate::error::Result;
 use crate::mvcc::iter::InternalIterator;
@@ -85,11 +85,15 @@ impl BtreeTable {
         // writes that state as an image; the log replays it at reopen.
         let applied = self
             .apply_entry(st, seqno, kind, user_key, value, horizon)
-            .inspect_err(|e| self.file.fail(&format!("applying a write failed: {e}")));
+            .inspect_err(|e| {
+                self.store
+                    .file
+                    .fail(&format!("applying a write failed: {e}"))
+            });
         // The dirty pages the cache handed back while the entry went in (of
         // any table) are written now, with no latch of the path and no
-        // cache lock held (see `pager::write_handed_back`).
-        write_handed_back(&self.cache);
+        // cache lock held (see `store::write_handed_back`).
+        write_handed_back(&self.store.cache);
         applied
     }
 
@@ -111,6 +115,7 @@ impl BtreeTable {
         loop {
             let (keys, done) = table.live_keys(&from, seqno, end, CHUNK).inspect_err(|e| {
                 table
+                    .store
                     .file
                     .fail(&format!("applying a range delete failed: {e}"))
             })?;
@@ -148,7 +153,10 @@ impl BtreeTable {
         let mut decided: Option<Vec<u8>> = None;
         while it.valid() {
             let Some(p) = key::ParsedKey::parse(it.key()) else {
-                return Err(self.file.corrupt(0, "entry with a malformed internal key"));
+                return Err(self
+                    .store
+                    .file
+                    .corrupt(0, "entry with a malformed internal key"));
             };
             if !range_del::below_end(p.user_key, end) {
                 return Ok((keys, true));
@@ -177,11 +185,11 @@ impl BtreeTable {
         value: &[u8],
         horizon: &Horizon,
     ) -> Result<()> {
-        self.reclaim(st);
+        self.store.reclaim(&mut st.space);
         self.changes.fetch_add(1, Ordering::Relaxed);
         let ik = internal_key(user_key, seqno, kind);
         let inline = page::inline_cell_len(ik.len(), value.len());
-        let cell = if inline <= max_cell_len(self.file.page_size) {
+        let cell = if inline <= max_cell_len(self.store.file.page_size) {
             page::leaf_cell(&ik, Value::Inline(value))
         } else {
             let (first, pages) = self.write_overflow(st, value)?;
@@ -210,7 +218,7 @@ impl BtreeTable {
             page::remove(p, pos);
         }
         if page::insert(p, pos, &cell) {
-            st.changed(leaf.pgno, &g);
+            st.space.changed(leaf.pgno, &g);
             if st.deleting_range && st.untidy.insert(leaf.pgno) {
                 st.untidy_keys.push(ik.clone());
             }
@@ -229,7 +237,7 @@ impl BtreeTable {
             return Ok(());
         }
         self.prune(st, &mut g.image, horizon);
-        st.changed(leaf.pgno, &g);
+        st.space.changed(leaf.pgno, &g);
         let p = &mut g.image;
         let pos = page::lower_bound(p, KeyRef::of(&ik), &mut unused);
         // Split unless pruning left 1/32 of the page free (a little more
@@ -249,11 +257,11 @@ impl BtreeTable {
     }
 
     fn new_root(&self, st: &mut TreeState, cell: &[u8]) -> Result<()> {
-        let pgno = self.alloc_page(st);
-        let mut image = vec![0u8; self.file.image_len()];
+        let pgno = self.store.alloc_page(&mut st.space);
+        let mut image = vec![0u8; self.store.file.image_len()];
         page::init(&mut image, page::KIND_LEAF, 0);
         page::insert(&mut image, 0, cell);
-        self.install_page(st, pgno, image);
+        self.store.install_page(&mut st.space, pgno, image);
         *self.root.write() = Root::new(pgno, 1);
         Ok(())
     }
@@ -275,8 +283,8 @@ impl BtreeTable {
         }
         let mut pos_in_parent = 0;
         loop {
-            let mut frame = self.fetch_for_write(pgno, &mut ctx)?;
-            if !st.fresh.contains(&pgno) {
+            let mut frame = self.store.fetch_for_write(pgno, &mut ctx)?;
+            if !st.space.fresh.contains(&pgno) {
                 let copy = self.copy_page(
                     st,
                     &frame,
@@ -291,7 +299,9 @@ impl BtreeTable {
                 // reader), so that copies do not fill the cache with dead
                 // pages. A reader that reaches it later reads it from the
                 // file, unchanged until the page is reused.
-                self.cache.evict_if_idle((self.file.owner, old.pgno), old);
+                self.store
+                    .cache
+                    .evict_if_idle((self.store.file.owner, old.pgno), old);
             }
             let (is_leaf, child, pos) = {
                 let g = frame.read();
@@ -304,6 +314,7 @@ impl BtreeTable {
                     }
                     _ => {
                         return Err(self
+                            .store
                             .file
                             .corrupt(frame.pgno, "tree is deeper than its height"))
                     }
@@ -335,8 +346,8 @@ impl BtreeTable {
         if page::kind(&image) == page::KIND_LEAF {
             self.prune(st, &mut image, horizon);
         }
-        let pgno = self.alloc_page(st);
-        let frame = self.install_page(st, pgno, image);
+        let pgno = self.store.alloc_page(&mut st.space);
+        let frame = self.store.install_page(&mut st.space, pgno, image);
         match parent {
             None => {
                 self.root.write().pgno = pgno;
@@ -344,19 +355,41 @@ impl BtreeTable {
             Some(parent) => {
                 let mut pg = parent.write();
                 page::set_child_at(&mut pg.image, pos, pgno);
-                st.changed(parent.pgno, &pg);
+                st.space.changed(parent.pgno, &pg);
             }
         }
-        st.release(old_pgno, 1);
+        st.space.release(old_pgno, 1);
         Ok(frame)
     }
 
     /// Writes a value too large for a page to a run of overflow pages.
     fn write_overflow(&self, st: &mut TreeState, value: &[u8]) -> Result<(u64, u32)> {
-        let chunk = self.file.image_len() - page::HEADER;
+        let chunk = self.store.file.image_len() - page::HEADER;
         let pages = value.len().div_ceil(chunk).max(1);
-        let first = st.alloc(pages as u64);
-        write_run(&self.file, first, value, page::KIND_OVERFLOW, pages as u64)?;
+        let first = st.space.alloc(pages as u64);
+        write_run(
+            &self.store.file,
+            first,
+            value,
+            page::KIND_OVERFLOW,
+            pages as u64,
+        )?;
         Ok((first, pages as u32))
+    }
+}
+
+impl BtreeTable {
+    /// Frees a page the tree no longer uses (`PageStore::forget_page`); a
+    /// leaf waiting to be tidied is forgotten with it.
+    pub(super) fn forget_page(&self, st: &mut TreeState, pgno: u64) {
+        st.untidy.remove(&pgno);
+        self.store.forget_page(&mut st.space, pgno);
+    }
+
+    /// Frees the overflow run of a value the tree no longer holds.
+    pub(super) fn release_value(&self, st: &mut TreeState, v: Value<'_>) {
+        if let Value::Overflow { first, pages, .. } = v {
+            st.space.release(first, u64::from(pages));
+        }
     }
 }

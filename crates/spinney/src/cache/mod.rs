@@ -14,7 +14,7 @@
 //! Eviction is CLOCK (second chance): a hit sets the entry's referenced bit;
 //! a hand clears bits and takes the first entry it finds unreferenced and
 //! not busy (`choose`). A clean one is evicted. A dirty one is **handed
-//! back**: put on a list (`take_handed_back`) that the B-tree pager drains
+//! back**: put on a list (`take_handed_back`) that the B-tree page store drains
 //! outside every cache lock, at its next write or checkpoint; it writes the
 //! page and then evicts it (`evict_if_idle`). The budget is global: an insert
 //! that takes the usage past it moves a hand over the shards in turn until
@@ -717,7 +717,7 @@ mod tests {
         // plus the handed-back cap and one entry, and what it hands back
         // leaves once its owner has written it.
         // Method: fill with dirty pages, insert many blocks, then drain as
-        // the B-tree pager does.
+        // the B-tree page store does.
         let capacity = 64 * 1000;
         let cache = Cache::new(capacity);
         let pages: Vec<Arc<Page>> = (0..64u64)
@@ -744,7 +744,7 @@ mod tests {
         }
         assert!(cache.has_handed_back());
         // The owner writes what was handed back, round after round, as
-        // `btree::pager::write_handed_back` does.
+        // `btree::store::write_handed_back` does.
         for _ in 0..64 {
             let handed = cache.take_handed_back();
             assert!(handed.iter().map(|h| h.2).sum::<u64>() <= slack);

@@ -440,7 +440,7 @@ fn shape_of(sv: &SuperVersion) -> Shape {
 
 pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
     let (height, file_pages, free_pages) = t.quick_shape();
-    let c = &t.file.counters;
+    let c = &t.store.file.counters;
     let k = &t.counters;
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     TableStats {
@@ -450,7 +450,7 @@ pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
             height,
             file_pages,
             free_pages,
-            page_size: t.file.page_size as u64,
+            page_size: t.store.file.page_size as u64,
             pages_from_cache: c.from_cache.get(),
             pages_from_storage: get(&c.from_storage),
             pages_written: get(&c.written),

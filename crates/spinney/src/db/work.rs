@@ -355,7 +355,7 @@ fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
         },
     )?;
     log::delete_obsolete(db);
-    Ok(pages * t.file.page_size as u64)
+    Ok(pages * t.store.file.page_size as u64)
 }
 
 /// `Db::checkpoint` and `Table::flush` of a B-tree table: a checkpoint in
@@ -434,7 +434,7 @@ pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
     vs.tables.remove(&t.name);
     t.dropped.store(true, Ordering::Release);
     drop(vs);
-    db.cache.erase_owner(t.file.owner);
+    db.cache.erase_owner(t.store.file.owner);
     // A file left by a failed removal is an orphan the next open removes.
     let _ = db.fs.remove(&t.path);
     Ok(())

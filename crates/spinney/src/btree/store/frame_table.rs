@@ -28,14 +28,15 @@
 //! frame table again; deferring them would leave a large cache's worth of
 //! pages for the epoch collector to free later.
 //!
+//! Generic over the frame type (`pages::Frame`), which the table only
+//! stores and hands back as a pointer, never reads.
+//!
 //! Thread-safety: lock-free. A missing level is allocated and installed
 //! with a compare-and-swap (the loser frees its copy); slots are atomic
 //! pointers, published with release and read with acquire ordering.
 
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-
-use super::pager::Frame;
 
 const LOW_BITS: u32 = 10;
 const MID_BITS: u32 = 10;
@@ -48,31 +49,31 @@ pub(crate) const PAGES_MAX: u64 = (TOP_LEN * MID_LEN * LOW_LEN) as u64;
 
 /// A slot: a frame, and the address of its image beside it (in the same
 /// line, so that one load brings both).
-struct Slot {
-    frame: AtomicPtr<Frame>,
+struct Slot<F> {
+    frame: AtomicPtr<F>,
     image: AtomicUsize,
 }
 
 /// The middle level: pointers to the low arrays.
-type Mid = [AtomicPtr<Low>; MID_LEN];
+type Mid<F> = [AtomicPtr<Low<F>>; MID_LEN];
 
 /// The low level: the slots.
-type Low = [Slot; LOW_LEN];
+type Low<F> = [Slot<F>; LOW_LEN];
 
-pub(crate) struct FrameTable {
+pub(crate) struct FrameTable<F> {
     /// The top level, inline: one load from the file's own struct.
-    top: [AtomicPtr<Mid>; TOP_LEN],
+    top: [AtomicPtr<Mid<F>>; TOP_LEN],
 }
 
-impl Default for FrameTable {
-    fn default() -> FrameTable {
+impl<F> Default for FrameTable<F> {
+    fn default() -> FrameTable<F> {
         FrameTable {
             top: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
         }
     }
 }
 
-impl std::fmt::Debug for FrameTable {
+impl<F> std::fmt::Debug for FrameTable<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrameTable").finish_non_exhaustive()
     }
@@ -116,10 +117,10 @@ fn level<T>(slot: &AtomicPtr<T>, create: bool, new: impl FnOnce() -> Box<T>) -> 
     Some(unsafe { &*p })
 }
 
-impl FrameTable {
+impl<F> FrameTable<F> {
     /// The slot of `pgno`.
     #[inline]
-    fn slot(&self, pgno: u64, create: bool) -> Option<&Slot> {
+    fn slot(&self, pgno: u64, create: bool) -> Option<&Slot<F>> {
         if pgno >= PAGES_MAX {
             return None;
         }
@@ -143,7 +144,7 @@ impl FrameTable {
     /// (see the module's comment); the frame's contents are right only once
     /// latched and found not gone.
     #[inline]
-    pub(crate) fn get(&self, pgno: u64) -> (*const Frame, usize) {
+    pub(crate) fn get(&self, pgno: u64) -> (*const F, usize) {
         match self.slot(pgno, false) {
             Some(s) => (
                 s.frame.load(Ordering::Acquire).cast_const(),
@@ -156,7 +157,7 @@ impl FrameTable {
     /// Publishes `frame`, whose image is at `image_at`, as the frame of
     /// `pgno` (the cache has just taken it; the cache's handle keeps it
     /// alive until `unpublish`).
-    pub(crate) fn publish(&self, pgno: u64, frame: *const Frame, image_at: usize) {
+    pub(crate) fn publish(&self, pgno: u64, frame: *const F, image_at: usize) {
         if let Some(s) = self.slot(pgno, true) {
             s.image.store(image_at, Ordering::Relaxed);
             s.frame.store(frame.cast_mut(), Ordering::Release);
@@ -164,7 +165,7 @@ impl FrameTable {
     }
 
     /// Unpublishes `frame` from `pgno`, if it is the one published there.
-    pub(crate) fn unpublish(&self, pgno: u64, frame: *const Frame) {
+    pub(crate) fn unpublish(&self, pgno: u64, frame: *const F) {
         if let Some(s) = self.slot(pgno, false) {
             let _ = s.frame.compare_exchange(
                 frame.cast_mut(),
@@ -176,7 +177,7 @@ impl FrameTable {
     }
 }
 
-impl Drop for FrameTable {
+impl<F> Drop for FrameTable<F> {
     fn drop(&mut self) {
         for mid in self.top.iter() {
             let mid = mid.swap(ptr::null_mut(), Ordering::Acquire);
@@ -208,9 +209,9 @@ mod tests {
         // another frame (a stale one) leaves it; pages past the range and
         // never published answer null. Method: fake addresses (never
         // dereferenced).
-        let table = FrameTable::default();
-        let a = 0x1000 as *const Frame;
-        let b = 0x2000 as *const Frame;
+        let table = FrameTable::<u64>::default();
+        let a = 0x1000 as *const u64;
+        let b = 0x2000 as *const u64;
         for pgno in [0, 1, 1023, 1024, (1 << 20) + 5, PAGES_MAX - 1] {
             assert!(table.get(pgno).0.is_null());
             table.publish(pgno, a, 0x1100);

@@ -1,26 +1,28 @@
-//! The pager: a B-tree file's page I/O and the frames pages live in while
-//! they are in memory.
+//! A B-tree file's pages: on disk (`PageFile`: framed pages at
+//! `pgno * page_size`) and in memory (`Frame`: a page's image behind its
+//! latch, held by the database's one cache).
 //!
 //! `PageFile` reads and writes framed pages (`format::encode_page`,
-//! `format::decode_page`) at `pgno * page_size`, and runs of pages (overflow
-//! values, the free map). A page in memory is a `PageBuf` behind its latch, in
-//! a `Frame`, held by the database's one cache; `BtreeTable::fetch` finds a
-//! page there or reads it in, and `install_page` caches a new one. Readers
-//! find cached frames through the file's frame table instead
-//! (`frames.rs`, `BtreeTable::latch_for_read`), without a cache lookup.
+//! `format::decode_page`), each image checked as it is read by the rule
+//! the pages above the store give it (`PageCheck`: the tree's
+//! `page::check_structure`). A page in memory is a `PageBuf` behind its
+//! latch, in a `Frame`; `PageStore::fetch` finds a page there or reads it
+//! in, and `install_page` caches a new one. Readers find cached frames
+//! through the file's frame table instead (`frame_table.rs`,
+//! `PageStore::latch_for_read`), without a cache lookup.
 //!
-//! Dirty pages belong to the pager, not the cache: a frame tells the cache
+//! Dirty pages belong to the store, not the cache: a frame tells the cache
 //! it may not leave while dirty (`impl Entry for Frame`), so the cache hands
-//! cold dirty frames back instead of writing them, and the B-tree writes
-//! them (`write_handed_back`: the writer after each applied entry, each
-//! checkpoint, and a read that missed the cache) with no cache lock held,
-//! then lets them go.
+//! cold dirty frames back instead of writing them, and the store writes
+//! them (`write_handed_back`: the B-tree writer after each applied entry,
+//! each checkpoint, and a read that missed the cache) with no cache lock
+//! held, then lets them go.
 //!
 //! Invariants: a page read from the file never replaces a newer image the
 //! cache held meanwhile (`Loading`); a dirty frame is written to its own
 //! place before it leaves the cache, and that place is fresh or frozen,
 //! never part of the durable image; a frame whose page was freed is marked
-//! clean under its write latch (`BtreeTable::uncache`), so a write-back
+//! clean under its write latch (`PageStore::uncache`), so a write-back
 //! already holding it never writes it over the page's next use.
 //!
 //! Thread-safety: `PageFile` is shared by every reader and the writer (its
@@ -34,29 +36,21 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crossbeam_epoch::Guard;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::frames::FrameTable;
-use super::free_space::TreeState;
-use super::verify::DurableGuard;
-use super::{format, page, BtreeTable};
+use super::durable::DurableGuard;
+use super::frame_table::FrameTable;
+use crate::btree::format;
 use crate::cache::{Cache, Entry, State};
 use crate::counter::Striped;
 use crate::error::{Error, Result};
 use crate::fs::PagedFile;
 use crate::options::Compression;
-use crate::prefetch::prefetch_lines;
-use crate::read_context::ReadContext;
 
 /// A page's read latch.
 pub(crate) type ReadGuard<'a> = RwLockReadGuard<'a, PageBuf>;
 /// A page's write latch.
-pub(super) type WriteGuard<'a> = RwLockWriteGuard<'a, PageBuf>;
-
-/// Lines of a page image a reader prefetches as it finds the page: the
-/// header and the first slots.
-const PREFETCH_IMAGE_LINES: usize = page::SLOTS_PREFETCHED / 64;
+pub(crate) type WriteGuard<'a> = RwLockWriteGuard<'a, PageBuf>;
 
 /// Where every frame's `version` comes from: each value is handed out
 /// once, so that a frame and a version name one state of one page even
@@ -68,7 +62,7 @@ fn next_version() -> u64 {
 }
 
 /// Bytes a page is charged in the cache beyond its size (frame, map entry).
-pub(super) const FRAME_OVERHEAD: u64 = 96;
+pub(crate) const FRAME_OVERHEAD: u64 = 96;
 
 /// What a B-tree file's pages count, for stats. Relaxed atomics.
 #[derive(Debug, Default)]
@@ -81,6 +75,11 @@ pub(crate) struct PageCounters {
     pub evictions_clean: AtomicU64,
     pub evictions_dirty: AtomicU64,
 }
+
+/// How the pages above the store check an image read from the file (a
+/// known kind, and its cells in place): the reason it is malformed, if it
+/// is. The store knows pages' framing and kinds, not their cells.
+pub(crate) type PageCheck = fn(&[u8]) -> std::result::Result<(), String>;
 
 /// A B-tree file: its handle and what every page of it shares.
 pub(crate) struct PageFile {
@@ -96,13 +95,15 @@ pub(crate) struct PageFile {
     /// Pages being read from the file into the cache, with how many reads
     /// of each are in flight (see `Loading`).
     pub loading: Mutex<HashMap<u64, u32>>,
-    /// Where each cached page's frame is, for readers (`frames.rs`).
-    pub frames: FrameTable,
+    /// Where each cached page's frame is, for readers (`frame_table.rs`).
+    pub frames: FrameTable<Frame>,
     /// The database was opened read-only: no page is written. Pages the
     /// log's replay changed stay in the cache, dirty, until it closes.
     pub read_only: bool,
     /// The pages no write may touch, checked in test builds.
     pub durable: DurableGuard,
+    /// Checks each image read (`PageCheck`).
+    check: PageCheck,
 }
 
 /// A read of a page from the file into the cache, registered for its
@@ -229,7 +230,7 @@ impl Frame {
     /// test read such a page back as garbage). Under `writing` the second
     /// finds the page clean, and the first has written it by then, before
     /// the checkpoint goes on to its sync.
-    pub(super) fn write_out(&self, page: &PageBuf) -> Result<bool> {
+    pub(crate) fn write_out(&self, page: &PageBuf) -> Result<bool> {
         let _writing = self.writing.lock();
         if !page.dirty.load(Ordering::Acquire) {
             return Ok(false);
@@ -241,7 +242,7 @@ impl Frame {
 
     /// A counted handle to a frame found without one (through the frame
     /// table, alive while the finder is pinned).
-    fn hold(&self) -> Arc<Frame> {
+    pub(super) fn hold(&self) -> Arc<Frame> {
         let at: *const Frame = self;
         // SAFETY: every frame is made in an `Arc` (`Frame::new` returns
         // one), so `at` points at the value of a live `Arc<Frame>`
@@ -256,7 +257,7 @@ impl Frame {
     /// The read latch of a frame found through the frame table, if it is
     /// still its page's frame: None if it has left the cache since (the
     /// reader looks again). Marks it touched, for the clock.
-    pub(super) fn read_if_current(&self) -> Option<ReadGuard<'_>> {
+    pub(crate) fn read_if_current(&self) -> Option<ReadGuard<'_>> {
         let page = self.latch.read();
         if self.gone.load(Ordering::Acquire) {
             return None;
@@ -270,15 +271,28 @@ impl Frame {
     }
 }
 
+impl Frame {
+    /// Marks the frame of a page that was freed clean and gone, under its
+    /// write latch: a write-back that took it from the cache's handed-back
+    /// list writes it under its read latch, so it either wrote before the
+    /// page was freed (and before its next use) or sees it clean and
+    /// writes nothing; a reader that latches it later looks again.
+    pub(super) fn forget(&self) {
+        let page = self.write();
+        page.dirty.store(false, Ordering::Release);
+        self.gone.store(true, Ordering::Release);
+    }
+}
+
 /// What the cache asks a page when its clock hand reaches it: busy while
 /// anyone besides the cache holds it, while it is latched for writing, or
 /// while a read of it from the file is in flight (see `Loading`); dirty
-/// while it holds changes not yet written (the pager writes it: see
+/// while it holds changes not yet written (the store writes it: see
 /// `write_handed_back`), unless its table has failed (busy then: it stays
 /// until reopen); else clean. Never blocks: the cache asks under a
 /// shard's mutex. (A page that may not be written yet, reused before the
 /// checkpoint that frees it is durable, is busy by the first rule: the
-/// writer's state holds a handle to it, `TreeState::held`.)
+/// writer's free space holds a handle to it, `Space::held`.)
 impl Entry for Frame {
     fn state(&self, shared: bool) -> State {
         if shared {
@@ -392,6 +406,32 @@ fn write_back(frame: &Frame) {
 }
 
 impl PageFile {
+    /// The pages of `file`, of `page_size` bytes, written with
+    /// `compression`, cached as owner `owner`, each checked by `check` as
+    /// it is read.
+    pub(crate) fn new(
+        file: Arc<dyn PagedFile>,
+        page_size: usize,
+        compression: Compression,
+        owner: u64,
+        read_only: bool,
+        check: PageCheck,
+    ) -> PageFile {
+        PageFile {
+            file,
+            page_size,
+            compression,
+            owner,
+            counters: PageCounters::default(),
+            failed: Mutex::new(None),
+            loading: Mutex::default(),
+            frames: FrameTable::default(),
+            read_only,
+            durable: DurableGuard::default(),
+            check,
+        }
+    }
+
     /// Records why the table takes no more writes or checkpoints (the
     /// first reason is kept).
     pub(crate) fn fail(&self, reason: &str) {
@@ -405,7 +445,7 @@ impl PageFile {
         self.page_size - format::DISK_HEADER
     }
 
-    pub(super) fn offset(&self, pgno: u64) -> u64 {
+    pub(crate) fn offset(&self, pgno: u64) -> u64 {
         pgno * self.page_size as u64
     }
 
@@ -421,7 +461,7 @@ impl PageFile {
         }
         let out = format::encode_page(pgno, image, self.compression, self.page_size);
         self.file.write_at(self.offset(pgno), &out)?;
-        self.durable.check(self, pgno);
+        self.durable.check(self.file.path(), pgno);
         self.counters.written.fetch_add(1, Ordering::Relaxed);
         self.counters
             .bytes_written
@@ -437,7 +477,7 @@ impl PageFile {
         self.counters.from_storage.fetch_add(1, Ordering::Relaxed);
         let image = format::decode_page(pgno, raw, self.image_len())
             .map_err(|detail| self.corrupt(pgno, detail))?;
-        page::check_structure(&image).map_err(|detail| self.corrupt(pgno, detail))?;
+        (self.check)(&image).map_err(|detail| self.corrupt(pgno, detail))?;
         Ok(image)
     }
 
@@ -447,250 +487,6 @@ impl PageFile {
             self.offset(pgno),
             format!("page {pgno}: {}", detail.into()),
         )
-    }
-}
-
-/// Writes `data` as a run of pages of `kind` starting at `first`, one
-/// checksummed page per chunk, and empty pages of `kind` up to `pages` in
-/// all. The run is read back whole (`read_run` checks every page's kind), and
-/// a free map's run can be larger than its data needs: the run is sized
-/// before it is allocated, and allocating it can take a whole free extent
-/// off the list. Writing only the pages the data needs left the last page
-/// of such a run with whatever the file held there, and the image failed
-/// `verify` and could not be opened.
-pub(super) fn write_run(
-    file: &PageFile,
-    first: u64,
-    data: &[u8],
-    kind: u8,
-    pages: u64,
-) -> Result<()> {
-    let chunk = file.image_len() - page::HEADER;
-    let pages = (data.len().div_ceil(chunk) as u64).max(pages).max(1) as usize;
-    for i in 0..pages {
-        let mut image = vec![0u8; file.image_len()];
-        page::init(&mut image, kind, 0);
-        let part = data
-            .get(i * chunk..((i + 1) * chunk).min(data.len()))
-            .unwrap_or(&[]);
-        if let Some(dst) = image.get_mut(page::HEADER..page::HEADER + part.len()) {
-            dst.copy_from_slice(part);
-        }
-        file.write_page(first + i as u64, &image)?;
-    }
-    Ok(())
-}
-
-/// Reads `len` bytes stored by `write_run`.
-pub(crate) fn read_run(
-    file: &PageFile,
-    first: u64,
-    pages: u32,
-    len: u32,
-    kind: u8,
-) -> Result<Vec<u8>> {
-    let chunk = file.image_len() - page::HEADER;
-    if (pages as usize) < (len as usize).div_ceil(chunk).max(1) {
-        return Err(file.corrupt(
-            first,
-            format!("{pages} overflow pages cannot hold {len} bytes"),
-        ));
-    }
-    let mut out = Vec::with_capacity(len as usize);
-    for i in 0..u64::from(pages) {
-        let image = file.read_page(first + i)?;
-        if page::kind(&image) != kind {
-            return Err(file.corrupt(first + i, format!("expected a page of kind {kind}")));
-        }
-        let want = (len as usize - out.len()).min(chunk);
-        out.extend_from_slice(image.get(page::HEADER..page::HEADER + want).unwrap_or(&[]));
-    }
-    Ok(out)
-}
-
-impl BtreeTable {
-    pub(super) fn charge(&self) -> u64 {
-        self.file.page_size as u64 + FRAME_OVERHEAD
-    }
-
-    /// The frame of page `pgno`, from the cache or read from the file.
-    /// Counts a page found in memory, for the table's figures and the
-    /// thread's read counters.
-    pub(super) fn count_cache_hit(&self, ctx: &mut ReadContext) {
-        self.file.counters.from_cache.add(1);
-        ctx.blocks_from_cache += 1;
-    }
-
-    /// Page `pgno` read-latched for a reader pinned in `epoch`: found
-    /// through the frame table (no cache lookup, no reference taken; true
-    /// with it), or else fetched from the cache or the file (false). The
-    /// frame stays alive while `epoch` is pinned, and it is the page's
-    /// current frame for as long as it is latched: an evicted frame is
-    /// marked gone under its write latch, and then looked up again.
-    pub(super) fn latch_for_read<'g>(
-        &'g self,
-        pgno: u64,
-        epoch: &'g Guard,
-        ctx: &mut ReadContext,
-    ) -> Result<(&'g Frame, ReadGuard<'g>, bool)> {
-        if let Some((frame, page)) = self.latch_if_cached(pgno, epoch, ctx) {
-            return Ok((frame, page, true));
-        }
-        let held = self.fetch(pgno, ctx)?;
-        // SAFETY: the handle `held` keeps the frame alive, and it is dropped
-        // only once the epoch ends (deferred below), which `'g` outlasts.
-        let frame: &'g Frame = unsafe { &*Arc::as_ptr(&held) };
-        epoch.defer(move || drop(held));
-        Ok((frame, frame.read(), false))
-    }
-
-    /// `latch_for_read` of a page in the cache only: None if it is not
-    /// there (or has just left), where `latch_for_read` would read it.
-    pub(super) fn latch_if_cached<'g>(
-        &'g self,
-        pgno: u64,
-        epoch: &'g Guard,
-        ctx: &mut ReadContext,
-    ) -> Option<(&'g Frame, ReadGuard<'g>)> {
-        let frame = self.find_frame(pgno, epoch)?;
-        let page = frame.read_if_current()?;
-        ctx.blocks_from_cache += 1;
-        Some((frame, page))
-    }
-
-    /// The frame the frame table publishes for `pgno`, unlatched: alive for
-    /// as long as the caller stays pinned in `epoch`, its image right only
-    /// once latched (or copied under its latch) and found not gone.
-    pub(super) fn find_frame<'g>(&'g self, pgno: u64, epoch: &'g Guard) -> Option<&'g Frame> {
-        let _ = epoch;
-        let (found, image_at) = self.file.frames.get(pgno);
-        if found.is_null() {
-            return None;
-        }
-        // The frame's line and the image's first lines (the header and the
-        // slots a search probes first) load together, rather than the image
-        // only once the latch is taken.
-        prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
-        // SAFETY: a frame in the table is alive (the cache holds it), and
-        // once the cache lets it go it is dropped only after every thread
-        // pinned before then has unpinned (`Frame::release`); this thread
-        // has been pinned in `epoch` since before it loaded the pointer,
-        // and `epoch` outlives the reference.
-        Some(unsafe { &*found })
-    }
-
-    /// The frame of page `pgno` for the writer, which holds it across its
-    /// entry: found through the frame table, with a handle taken and the
-    /// frame then checked not gone under its latch (see `try_leave`), or
-    /// else fetched through the cache.
-    pub(super) fn fetch_for_write(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
-        {
-            let _epoch = crossbeam_epoch::pin();
-            let (found, image_at) = self.file.frames.get(pgno);
-            if !found.is_null() {
-                // The image's first lines load while the frame's does, as
-                // in `find_frame`.
-                prefetch_lines(image_at, PREFETCH_IMAGE_LINES);
-                // SAFETY: as in `latch_for_read`: published, and this thread
-                // is pinned.
-                let frame = unsafe { &*found }.hold();
-                if frame.read_if_current().is_some() {
-                    self.count_cache_hit(ctx);
-                    self.cache.count_hits(1);
-                    return Ok(frame);
-                }
-            }
-        }
-        self.fetch(pgno, ctx)
-    }
-
-    pub(super) fn fetch(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
-        let key = (self.file.owner, pgno);
-        let hit = |f: Arc<Frame>, ctx: &mut ReadContext| {
-            self.count_cache_hit(ctx);
-            f
-        };
-        if let Some(f) = self.cache.get::<Frame>(&key) {
-            return Ok(hit(f, ctx));
-        }
-        // A read from the file must not put back an image older than one
-        // the cache held meanwhile: while this read ran, a writer could
-        // load the page, change it, and have it evicted (written), and the
-        // image read here then replaced the newer one in the cache, losing
-        // the change. So the load is registered, and the page tells the
-        // cache it is busy (may not leave) while it is loading; looking
-        // again after registering catches an eviction that came before it
-        // (its write is then in the file).
-        let _loading = Loading::start(&self.file, pgno);
-        if let Some(f) = self.cache.get::<Frame>(&key) {
-            return Ok(hit(f, ctx));
-        }
-        let image = self.file.read_page(pgno)?;
-        if !matches!(page::kind(&image), page::KIND_LEAF | page::KIND_BRANCH) {
-            return Err(self
-                .file
-                .corrupt(pgno, "a tree points at a page that is not a leaf or branch"));
-        }
-        ctx.blocks_from_storage += 1;
-        ctx.bytes_read += self.file.page_size as u64;
-        let frame = Frame::new(Arc::clone(&self.file), pgno, false, image);
-        let frame = self.cache.insert_or_share(key, frame, self.charge(), false);
-        // The insert may have made the cache hand dirty pages back: a read
-        // that missed writes them, so that pages dirtied by earlier writes
-        // do not hold the cache when no write comes (a read-only phase
-        // after a load). No cache lock is held here; the latches this
-        // reader holds are read latches, and `write_back` only tries its
-        // frames' latches.
-        write_handed_back(&self.cache);
-        Ok(frame)
-    }
-
-    /// Caches a new page, dirty, replacing any stale frame of its number.
-    /// If its page may not be written yet (`TreeState::held`), the
-    /// writer's state keeps a handle to the frame, so that the cache
-    /// neither hands it back to be written nor evicts it.
-    pub(super) fn install_page(&self, st: &mut TreeState, pgno: u64, image: Vec<u8>) -> Arc<Frame> {
-        let frame = Frame::new(Arc::clone(&self.file), pgno, true, image);
-        if let Some(slot) = st.held.get_mut(&pgno) {
-            *slot = Some(Arc::clone(&frame));
-        }
-        self.cache
-            .insert_or_share((self.file.owner, pgno), frame, self.charge(), true)
-    }
-
-    /// `uncache`, for a page no one can be putting in the cache meanwhile
-    /// (no reader in flight, the caller the writer): the frame table, which
-    /// agrees with the cache, says first whether there is a frame to drop,
-    /// with a few loads instead of a shard's mutex and a map lookup.
-    pub(super) fn uncache_if_cached(&self, pgno: u64) {
-        if self.may_be_cached(pgno) {
-            self.uncache(pgno);
-        }
-    }
-
-    /// Whether page `pgno` may have a frame in the cache, as the frame
-    /// table says (true past the table's reach, where a cached frame is not
-    /// published: only the cache knows). Right at the moment of the call
-    /// only: a reader may cache the page just after.
-    pub(super) fn may_be_cached(&self, pgno: u64) -> bool {
-        pgno >= super::frames::PAGES_MAX || !self.file.frames.get(pgno).0.is_null()
-    }
-
-    /// Drops the frame of page `pgno`, which was freed, from the cache. The
-    /// frame is marked clean under its write latch: a write-back that took
-    /// it from the cache's handed-back list writes it under its read latch,
-    /// so it either wrote before the page was freed (and before its next
-    /// use) or sees it clean and writes nothing.
-    pub(super) fn uncache(&self, pgno: u64) {
-        let Some(entry) = self.cache.remove(&(self.file.owner, pgno)) else {
-            return;
-        };
-        let entry: Arc<dyn Any + Send + Sync> = entry;
-        if let Ok(frame) = entry.downcast::<Frame>() {
-            let page = frame.write();
-            page.dirty.store(false, Ordering::Release);
-            frame.gone.store(true, Ordering::Release);
-        }
     }
 }
 
@@ -717,18 +513,14 @@ mod tests {
             let dir = tempfile::tempdir().expect("tempdir");
             let fs = crate::fs::OsFs::new();
             let file = crate::fs::Fs::open_paged(&fs, &dir.path().join("f"), true).expect("open");
-            let pf = PageFile {
+            let pf = PageFile::new(
                 file,
-                page_size: 4096,
+                4096,
                 compression,
-                owner: 1,
-                counters: PageCounters::default(),
-                failed: Mutex::new(None),
-                loading: Mutex::default(),
-                frames: FrameTable::default(),
-                read_only: false,
-                durable: DurableGuard::default(),
-            };
+                1,
+                false,
+                crate::btree::page::check_structure,
+            );
             pf.write_page(3, &p).expect("write");
             assert_eq!(pf.read_page(3).expect("read"), p);
             let mut raw = vec![0u8; 4096];
@@ -748,18 +540,15 @@ mod tests {
 
     fn page_file(dir: &std::path::Path) -> Arc<PageFile> {
         let fs = crate::fs::OsFs::new();
-        Arc::new(PageFile {
-            file: crate::fs::Fs::open_paged(&fs, &dir.join("f"), true).expect("open"),
-            page_size: 4096,
-            compression: Compression::None,
-            owner: 1,
-            counters: PageCounters::default(),
-            failed: Mutex::new(None),
-            loading: Mutex::default(),
-            frames: FrameTable::default(),
-            read_only: false,
-            durable: DurableGuard::default(),
-        })
+        let file = crate::fs::Fs::open_paged(&fs, &dir.join("f"), true).expect("open");
+        Arc::new(PageFile::new(
+            file,
+            4096,
+            Compression::None,
+            1,
+            false,
+            crate::btree::page::check_structure,
+        ))
     }
 
     #[test]
