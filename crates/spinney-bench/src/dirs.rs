@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::Engine;
+use crate::lineup::Engine;
 use crate::{BenchError, Config};
 
 /// Empties `dir` for a new database: creates it if missing, deletes the

@@ -28,12 +28,16 @@
 //! assert!(String::from_utf8_lossy(&out).contains("readrandom   :"));
 //! ```
 //!
-//! Layout: `flags` (the configuration and its command line), `keys`
-//! (db_bench's keys and values), `bench` (running benchmarks: `worker`
-//! times threads and cuts intervals, `workloads` holds what each benchmark
-//! does), `latency` (histograms), `measure` (I/O, CPU, size), `output`
-//! (db_bench's text), `report` (CSV), `progress` (the bar), `plot` (charts),
-//! `dirs` (where a run keeps its databases).
+//! Layout: `lineup` (the engines and scenarios, by name), `flags` (the
+//! configuration and its command line), `keys` (db_bench's keys and
+//! values), `engine` (the adapters every engine is measured through),
+//! `bench` (running benchmarks: `worker` times threads and cuts intervals,
+//! `workloads` holds what each benchmark does), `results_file` (the figures
+//! a child of `--compare` hands its parent), `compare` (`--compare`),
+//! `scenario` (the lab's scenarios), `latency` (histograms), `measure`
+//! (I/O, CPU, size), `output` (db_bench's text), `report` (CSV),
+//! `progress` (the bar), `plot` (charts), `dirs` (where a run keeps its
+//! databases).
 
 // Debian's RocksDB and LMDB and the current ones built from the -sys
 // crates' bundled source define the same C symbols: in one binary, one
@@ -56,26 +60,28 @@ mod engine;
 mod flags;
 mod keys;
 mod latency;
+mod lineup;
 mod measure;
 mod output;
 pub mod plot;
 mod progress;
 mod report;
+mod results_file;
 pub mod scenario;
 
 use std::time::Duration;
 
 pub use bench::{default_comparison_config, run_benchmarks, TABLE};
-pub use compare::{
-    run_compare, this_program, CompareRow, Comparison as EngineComparison, Failure, RoundFigures,
-};
-pub use engine::{Engine, EngineError};
+pub use compare::{run_compare, this_program, CompareRow, Comparison as EngineComparison, Failure};
+pub use engine::EngineError;
 pub use flags::{Benchmark, Config, IndexWrites, THREADS_MAX};
 pub use hdrhistogram::Histogram;
 pub use keys::{KeyFormat, KeyStyle, ValueGenerator};
 pub use latency::Latency;
+pub use lineup::Engine;
 pub use measure::{Amplification, Resources};
 pub use output::{parse_percentiles, parse_result_line, ParsedLine};
+pub use results_file::RoundFigures;
 pub use spinney::TableKind;
 
 /// The figures of one benchmark.

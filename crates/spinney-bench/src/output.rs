@@ -26,8 +26,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use spinney::{Durability, TableKind};
 
-use crate::engine::Engine;
 use crate::latency::histogram_text;
+use crate::lineup::Engine;
 use crate::{BenchResult, Config};
 
 /// The name column of a db_bench line (`%-12s`).

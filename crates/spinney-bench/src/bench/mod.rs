@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::dirs::{destroy, root_dir};
-use crate::engine::{self, Engine, EngineError, Store, TableSpec};
+use crate::engine::{self, EngineError, Store, TableSpec};
 use crate::latency::{new_histogram, Latency};
+use crate::lineup::Engine;
 use crate::measure::{dir_size, peak_rss, reset_peak_rss, Resources};
 use crate::output;
 use crate::plot;
@@ -130,7 +131,7 @@ pub fn run_benchmarks(
         draw(path, &results)?;
     }
     if let Some(path) = &config.results_file {
-        crate::compare::write_results(path, &results)?;
+        crate::results_file::write_results(path, &results)?;
     }
     Ok(results)
 }

@@ -54,8 +54,8 @@ use std::time::{Duration, Instant};
 use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
-use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
-use crate::{BenchError, Benchmark, Config, ShapeCounts};
+use super::{Batch, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
+use crate::{BenchError, Benchmark, Config, Engine, ShapeCounts};
 
 /// The crate version the lab is built with (pinned in Cargo.toml).
 const VERSION: &str = "3.1.13";

@@ -42,8 +42,8 @@ use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
 };
 
-use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
-use crate::{BenchError, Benchmark, Config, ShapeCounts};
+use super::{Batch, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
+use crate::{BenchError, Benchmark, Config, Engine, ShapeCounts};
 
 /// The crate version the lab is built with (pinned in Cargo.toml).
 const VERSION: &str = "4.6.0";

@@ -14,54 +14,8 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
+pub use crate::lineup::Scenario;
 use crate::{BenchError, Config, Engine};
-
-/// A lab scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scenario {
-    /// WiredTiger's "Btree vs LSM": one inserter and 1, 2, 4 point readers,
-    /// the writer rate-limited and not, on both kinds.
-    BtreeVsLsm,
-    /// Read amplification by LSM shape: pre_flush, post_flush, compact_l0,
-    /// compact_l1, compact_all.
-    LsmShape,
-    /// iibench: primary-key-order inserts into a table with three
-    /// secondary indexes, at several cache sizes.
-    Iibench,
-    /// SQLite4's LSM buffer tests: 200 iterations of 50,000 random inserts
-    /// then 50,000 reads.
-    LsmBuffers,
-}
-
-impl Scenario {
-    /// Every scenario.
-    pub const ALL: [Scenario; 4] = [
-        Scenario::BtreeVsLsm,
-        Scenario::LsmShape,
-        Scenario::Iibench,
-        Scenario::LsmBuffers,
-    ];
-
-    /// The name `--scenario` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::BtreeVsLsm => "btree-vs-lsm",
-            Scenario::LsmShape => "lsm-shape",
-            Scenario::Iibench => "iibench",
-            Scenario::LsmBuffers => "lsm-buffers",
-        }
-    }
-
-    /// The scenario of a name.
-    pub fn from_name(name: &str) -> Option<Scenario> {
-        Scenario::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// Every name, comma-separated.
-    pub fn names() -> String {
-        Scenario::ALL.map(Scenario::name).join(", ")
-    }
-}
 
 /// A scenario's summary: a table of rows under headers, as printed.
 #[derive(Debug, Clone, Default, PartialEq)]

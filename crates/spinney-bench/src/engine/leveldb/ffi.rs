@@ -5,21 +5,9 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use crate::engine::leveldb_shape::{
-    Free, IterBytes, IterError, IterMove, IterSeek, IterValid, Library,
+    opaque, Free, IterBytes, IterError, IterMove, IterSeek, IterValid, Library,
 };
-use crate::engine::Engine;
-
-macro_rules! opaque {
-    ($($name:ident),* $(,)?) => {
-        $(
-            /// An opaque handle of the C API.
-            #[repr(C)]
-            pub struct $name {
-                _private: [u8; 0],
-            }
-        )*
-    };
-}
+use crate::lineup::Engine;
 
 opaque!(
     leveldb_t,

@@ -74,8 +74,8 @@ use std::ptr;
 use spinney::{Compression, Durability};
 
 use super::leveldb_shape::{c_path, check, owned, take_string};
-use super::{Engine, EngineError, EngineResult, Session, Store, TableSpec};
-use crate::{BenchError, Benchmark, Config, ShapeCounts};
+use super::{EngineError, EngineResult, Session, Store, TableSpec};
+use crate::{BenchError, Benchmark, Config, Engine, ShapeCounts};
 use ffi::Leveldb;
 use session::LevelSession;
 

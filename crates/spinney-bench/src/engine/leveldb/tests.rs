@@ -1,63 +1,18 @@
-//! The LevelDB adapter's tests: several tables in one key space (seeks and
-//! scans kept within a table's prefix, the table list checked on reopen),
-//! the operations, and the options LevelDB cannot honour.
+//! The LevelDB adapter's tests: the checks every engine passes and those
+//! it shares with RocksDB (`leveldb_shape::checks`), here with several
+//! tables in one key space (seeks and scans kept within a table's prefix);
+//! then one table's plain keys, the table list checked on reopen, the
+//! operations, and the options LevelDB cannot honour.
 
 use spinney::Compression;
 
 use super::*;
-use crate::engine::{conformance, Batch, Seek};
+use crate::engine::leveldb_shape::checks::{self, fill, key, open_store, scanned, specs};
+use crate::engine::Seek;
 
-/// A small configuration: a 1 MiB cache and 64 KiB memtables, so that
-/// a few hundred entries make SSTs.
+/// A small configuration (`checks::config`).
 fn config() -> Config {
-    Config {
-        engine: Engine::Leveldb,
-        cache_size: 1 << 20,
-        write_buffer_size: 64 << 10,
-        ..Config::default()
-    }
-}
-
-fn specs(names: &[&str]) -> Vec<TableSpec> {
-    names.iter().map(|n| TableSpec::named(n)).collect()
-}
-
-fn open_store(config: &Config, dir: &Path, names: &[&str]) -> Box<dyn Store> {
-    match open(config, dir, &specs(names)) {
-        Ok(store) => store,
-        Err(e) => panic!("open failed: {e}"),
-    }
-}
-
-fn key(i: usize) -> Vec<u8> {
-    format!("key{i:04}").into_bytes()
-}
-
-/// Puts `count` keys into `table`, the value of key i being i + 1
-/// bytes long (so that a scan's byte counts show its order).
-fn fill(store: &dyn Store, table: usize, count: usize) {
-    let mut session = store.session().expect("session");
-    let mut batch = Batch::new();
-    for i in 0..count {
-        batch.put(table, &key(i), &vec![b'v'; i + 1]);
-        if batch.ops().count() == 50 {
-            session.write(&batch).expect("write");
-            batch.clear();
-        }
-    }
-    session.write(&batch).expect("write");
-}
-
-fn scanned(store: &dyn Store, table: usize, forward: bool, limit: usize) -> Vec<u64> {
-    let mut session = store.session().expect("session");
-    let mut seen = Vec::new();
-    session
-        .scan(table, forward, &mut |bytes| {
-            seen.push(bytes);
-            seen.len() < limit
-        })
-        .expect("scan");
-    seen
+    checks::config(Engine::Leveldb)
 }
 
 fn open_error(config: &Config, dir: &Path, names: &[&str]) -> String {
@@ -71,94 +26,21 @@ fn open_error(config: &Config, dir: &Path, names: &[&str]) -> String {
 fn does_what_every_engine_does() {
     // Goal: the checks every adapter passes (see `conformance`), here
     // with two tables sharing LevelDB's one key space.
-    conformance::all(&|dir: &Path| open_store(&config(), dir, &["default", "other"]));
+    checks::does_what_every_engine_does(Engine::Leveldb);
 }
 
 #[test]
 fn seeks_land_on_their_key_and_stop_at_the_end_of_their_table() {
-    // Goal: a seek finds an existing key, lands after a missing one
-    // without finding it, counts the bytes of the user keys and values
-    // it steps over, and stops at the end of its table even though the
-    // next table's entries follow in the key space.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = open_store(&config(), dir.path(), &["default", "next"]);
-    fill(store.as_ref(), 0, 10);
-    fill(store.as_ref(), 1, 10);
-    let mut session = store.session().expect("session");
-    // key0003's value is 4 bytes, key0004's 5, key0005's 6.
-    let s = session.seek(0, &key(3), 3).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: true,
-            bytes: (7 + 4) + (7 + 5) + (7 + 6)
-        }
-    );
-    let s = session.seek(0, b"key0003x", 1).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: false,
-            bytes: 7 + 5
-        }
-    );
-    let s = session.seek(0, &key(8), 10).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: true,
-            bytes: (7 + 9) + (7 + 10)
-        }
-    );
-    let s = session.seek(0, b"zzz", 5).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: false,
-            bytes: 0
-        }
-    );
-    let s = session.seek(1, &key(9), 5).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: true,
-            bytes: 7 + 10
-        }
-    );
-    drop(session);
-    store.close().expect("close");
+    // Goal: `checks`' seeks on LevelDB, where the next table's entries
+    // follow a table's in the one key space.
+    checks::seeks_land_on_their_key_and_stop_at_the_end_of_their_table(Engine::Leveldb);
 }
 
 #[test]
 fn scans_run_in_order_both_ways_within_their_prefix() {
-    // Goal: with three tables sharing the key space, a scan of each
-    // sees only its own entries, in ascending order forward and
-    // descending in reverse, the first and last tables included (their
-    // reverse scans start from the next prefix or the database's end);
-    // a visit that returns false stops the scan.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = open_store(&config(), dir.path(), &["a", "b", "c"]);
-    fill(store.as_ref(), 0, 20);
-    fill(store.as_ref(), 1, 7);
-    fill(store.as_ref(), 2, 3);
-    for (table, count) in [(0, 20u64), (1, 7), (2, 3)] {
-        let expected: Vec<u64> = (0..count).map(|i| 7 + i + 1).collect();
-        assert_eq!(scanned(store.as_ref(), table, true, usize::MAX), expected);
-        let reversed: Vec<u64> = expected.iter().rev().copied().collect();
-        assert_eq!(scanned(store.as_ref(), table, false, usize::MAX), reversed);
-    }
-    assert_eq!(scanned(store.as_ref(), 0, true, 3), [8, 9, 10]);
-    store.close().expect("close");
-
-    // An empty table between two full ones scans nothing either way.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = open_store(&config(), dir.path(), &["a", "b", "c"]);
-    fill(store.as_ref(), 0, 5);
-    fill(store.as_ref(), 2, 5);
-    assert!(scanned(store.as_ref(), 1, true, usize::MAX).is_empty());
-    assert!(scanned(store.as_ref(), 1, false, usize::MAX).is_empty());
-    store.close().expect("close");
+    // Goal: `checks`' scans on LevelDB, where three tables share the key
+    // space, each a prefix.
+    checks::scans_run_in_order_both_ways_within_their_table(Engine::Leveldb);
 }
 
 #[test]

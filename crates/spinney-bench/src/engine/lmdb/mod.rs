@@ -59,8 +59,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
 
-use super::{Batch, Engine, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
-use crate::{BenchError, Benchmark, Config, ShapeCounts};
+use super::{Batch, EngineError, EngineResult, Op, Seek, Session, Store, TableSpec};
+use crate::{BenchError, Benchmark, Config, Engine, ShapeCounts};
 use ffi::{
     mdb_cursor_close, mdb_cursor_del, mdb_cursor_get, mdb_cursor_open, mdb_cursor_renew,
     mdb_dbi_open, mdb_del, mdb_env_close, mdb_env_create, mdb_env_info, mdb_env_open,

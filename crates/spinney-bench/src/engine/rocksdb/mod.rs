@@ -129,8 +129,8 @@ use std::time::Duration;
 use spinney::Durability;
 
 use super::leveldb_shape::{c_path, check, owned};
-use super::{Engine, EngineError, EngineResult, LsmShape, Session, Store, TableSpec};
-use crate::{BenchError, Benchmark, Config, ShapeCounts};
+use super::{EngineError, EngineResult, LsmShape, Session, Store, TableSpec};
+use crate::{BenchError, Benchmark, Config, Engine, ShapeCounts};
 pub(crate) use config::describe;
 use config::{family_options_of, FamilySettings, Settings};
 use ffi::Rocksdb;

@@ -1,63 +1,25 @@
-//! The RocksDB adapter's tests: batches across column families, seeks and
-//! scans, the operations (compact0 and compact1 among them), a held shape,
-//! read counts, reopening, and the split of background jobs.
+//! The RocksDB adapter's tests: the checks every engine passes and those
+//! it shares with LevelDB (`leveldb_shape::checks`: seeks and scans), then
+//! batches across column families, the operations (compact0 and compact1
+//! among them), a held shape, read counts, reopening, and the split of
+//! background jobs.
 
 use spinney::Durability;
 
 use super::*;
-use crate::engine::{Batch, Seek};
+use crate::engine::leveldb_shape::checks::{self, fill, key, open_store, scanned};
+use crate::engine::Batch;
 
-/// A small configuration: a 1 MiB cache and 64 KiB memtables, so that
-/// a few hundred entries make SSTs.
+/// A small configuration (`checks::config`).
 fn config() -> Config {
-    Config {
-        engine: ENGINE,
-        cache_size: 1 << 20,
-        write_buffer_size: 64 << 10,
-        ..Config::default()
-    }
+    checks::config(ENGINE)
 }
 
-fn specs(names: &[&str]) -> Vec<TableSpec> {
-    names.iter().map(|n| TableSpec::named(n)).collect()
-}
-
-fn open_store(config: &Config, dir: &Path, names: &[&str]) -> Box<dyn Store> {
-    match open(config, dir, &specs(names)) {
-        Ok(store) => store,
-        Err(e) => panic!("open failed: {e}"),
-    }
-}
-
-fn key(i: usize) -> Vec<u8> {
-    format!("key{i:04}").into_bytes()
-}
-
-/// Puts `count` keys into `table`, the value of key i being i + 1
-/// bytes long (so that a scan's byte counts show its order).
-fn fill(store: &dyn Store, table: usize, count: usize) {
-    let mut session = store.session().expect("session");
-    let mut batch = Batch::new();
-    for i in 0..count {
-        batch.put(table, &key(i), &vec![b'v'; i + 1]);
-        if batch.ops().count() == 50 {
-            session.write(&batch).expect("write");
-            batch.clear();
-        }
-    }
-    session.write(&batch).expect("write");
-}
-
-fn scanned(store: &dyn Store, table: usize, forward: bool, limit: usize) -> Vec<u64> {
-    let mut session = store.session().expect("session");
-    let mut seen = Vec::new();
-    session
-        .scan(table, forward, &mut |bytes| {
-            seen.push(bytes);
-            seen.len() < limit
-        })
-        .expect("scan");
-    seen
+#[test]
+fn does_what_every_engine_does() {
+    // Goal: the checks every adapter passes (see `conformance`), on two
+    // column families.
+    checks::does_what_every_engine_does(ENGINE);
 }
 
 #[test]
@@ -92,76 +54,15 @@ fn batches_of_puts_and_deletes_span_two_tables() {
 
 #[test]
 fn seeks_land_on_their_key_and_step_past_the_end() {
-    // Goal: a seek finds an existing key, lands after a missing one
-    // without finding it, counts the bytes of the entries it steps
-    // over, and stops at the end of the table.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = open_store(&config(), dir.path(), &["default"]);
-    fill(store.as_ref(), 0, 10);
-    let mut session = store.session().expect("session");
-    // key0003's value is 4 bytes, key0004's 5, key0005's 6.
-    let s = session.seek(0, &key(3), 3).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: true,
-            bytes: (7 + 4) + (7 + 5) + (7 + 6)
-        }
-    );
-    let s = session.seek(0, b"key0003x", 1).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: false,
-            bytes: 7 + 5
-        }
-    );
-    // Two entries remain from key0008: 10 steps read only those.
-    let s = session.seek(0, &key(8), 10).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: true,
-            bytes: (7 + 9) + (7 + 10)
-        }
-    );
-    let s = session.seek(0, b"zzz", 5).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: false,
-            bytes: 0
-        }
-    );
-    let s = session.seek(0, &key(0), 0).expect("seek");
-    assert_eq!(
-        s,
-        Seek {
-            found: true,
-            bytes: 0
-        }
-    );
-    drop(session);
-    store.close().expect("close");
+    // Goal: `checks`' seeks on RocksDB, in one column family and in the
+    // first of two.
+    checks::seeks_land_on_their_key_and_stop_at_the_end_of_their_table(ENGINE);
 }
 
 #[test]
 fn scans_run_in_order_both_ways_within_their_table() {
-    // Goal: a forward scan sees the keys in ascending order and a
-    // reverse one in descending order (value lengths grow with the
-    // key), both see only their own table's entries, and a visit that
-    // returns false stops the scan.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = open_store(&config(), dir.path(), &["default", "other"]);
-    fill(store.as_ref(), 0, 20);
-    fill(store.as_ref(), 1, 5);
-    let expected: Vec<u64> = (0..20).map(|i| 7 + i + 1).collect();
-    assert_eq!(scanned(store.as_ref(), 0, true, usize::MAX), expected);
-    let reversed: Vec<u64> = expected.iter().rev().copied().collect();
-    assert_eq!(scanned(store.as_ref(), 0, false, usize::MAX), reversed);
-    assert_eq!(scanned(store.as_ref(), 1, true, usize::MAX).len(), 5);
-    assert_eq!(scanned(store.as_ref(), 0, true, 3), [8, 9, 10]);
-    store.close().expect("close");
+    // Goal: `checks`' scans on RocksDB, each table a column family.
+    checks::scans_run_in_order_both_ways_within_their_table(ENGINE);
 }
 
 #[test]

@@ -8,7 +8,8 @@
 use spinney::{Compression, Durability};
 
 use super::version;
-use crate::engine::{Engine, TableSpec};
+use crate::engine::TableSpec;
+use crate::lineup::Engine;
 use crate::{BenchError, Config};
 
 /// Bytes in a MiB, for the settings WiredTiger states in MB.

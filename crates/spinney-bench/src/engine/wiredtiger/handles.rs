@@ -1,19 +1,19 @@
 //! WiredTiger's handles as the adapter holds them: the open connection
 //! (`Connection`), a session on it (`SessionHandle`) with the calls the
 //! store makes through it (create, metadata, cursors, checkpoint, compact,
-//! statistics), one table's names (`Table`), and WiredTiger's return
-//! codes as errors (`Failure`, `call`).
+//! statistics), a statistics cursor (`Statistics`), one table's names
+//! (`Table`), and WiredTiger's return codes as errors (`Failure`, `call`).
 //!
 //! Thread-safety: the connection is shared by every thread; a session
 //! handle belongs to one.
 
-use std::ffi::{c_int, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
 use super::ffi::{self, WT_NOTFOUND};
-use super::stats::Statistics;
-use crate::engine::{Engine, EngineError, EngineResult};
+use crate::engine::{EngineError, EngineResult};
+use crate::lineup::Engine;
 use crate::BenchError;
 
 /// Every session's configuration. Snapshot isolation (WiredTiger's default
@@ -297,5 +297,54 @@ impl Drop for SessionHandle<'_> {
         // afterwards: they are kept only beside this handle. An error cannot
         // be reported from drop; the shim has written it to stderr.
         let _ = unsafe { ffi::spinney_wt_close_session(self.ptr.as_ptr()) };
+    }
+}
+
+/// A statistics cursor, closed on drop; it borrows its session mutably,
+/// so the session does nothing else meanwhile.
+pub(super) struct Statistics<'s> {
+    ptr: NonNull<ffi::Cursor>,
+    engine: Engine,
+    _session: PhantomData<&'s mut ()>,
+}
+
+impl Statistics<'_> {
+    /// The description and value of the statistic `key`; `None` when this
+    /// cursor has no such key (a B-tree has no LSM statistics).
+    pub(super) fn get(&mut self, key: i32) -> EngineResult<Option<(String, i64)>> {
+        let mut description = ptr::null();
+        let mut value = 0i64;
+        // SAFETY: the cursor is open and its session is borrowed by `self`;
+        // the shim sets the two outputs on success.
+        let code = unsafe {
+            ffi::spinney_wt_statistic(self.ptr.as_ptr(), key, &mut description, &mut value)
+        };
+        if code == WT_NOTFOUND {
+            return Ok(None);
+        }
+        call(code, || format!("read statistic {key}")).map_err(|f| f.into_error(self.engine))?;
+        Ok(Some((self.text(description), value)))
+    }
+
+    /// The value of the statistic `key` (0 when the cursor lacks it).
+    pub(super) fn value(&mut self, key: i32) -> EngineResult<i64> {
+        Ok(self.get(key)?.map_or(0, |(_, v)| v))
+    }
+
+    fn text(&self, description: *const c_char) -> String {
+        if description.is_null() {
+            return String::new();
+        }
+        // SAFETY: WiredTiger's descriptions are static NUL-terminated strings.
+        unsafe { CStr::from_ptr(description) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+impl Drop for Statistics<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the cursor is open and its session outlives it (borrowed).
+        let _ = unsafe { ffi::spinney_wt_close_cursor(self.ptr.as_ptr()) };
     }
 }

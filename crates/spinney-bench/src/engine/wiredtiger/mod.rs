@@ -139,7 +139,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Engine, EngineError, EngineResult, Session, Store, TableSpec};
+use super::{EngineError, EngineResult, Session, Store, TableSpec};
+use crate::lineup::Engine;
 use crate::{BenchError, Benchmark, Config, ShapeCounts};
 pub(crate) use config::describe;
 use config::{connection_config, table_config};

@@ -1,19 +1,15 @@
 //! What the WiredTiger adapter reads of WiredTiger's statistics: the keys
-//! it reads, the statistics cursor (`Statistics`), and what the store
-//! makes of them: the `stats` printout, an LSM tree's shape, and the signs
-//! of running LSM work that `waitforcompaction` watches.
+//! it reads, and what the store makes of them through a statistics cursor
+//! (`handles::Statistics`): the `stats` printout, an LSM tree's shape, and
+//! the signs of running LSM work that `waitforcompaction` watches.
 //!
 //! Thread-safety: a statistics cursor borrows its session mutably, so the
 //! session does nothing else meanwhile.
 
-use std::ffi::{c_char, CStr};
-use std::marker::PhantomData;
-use std::ptr::{self, NonNull};
-
-use super::ffi::{self, WT_NOTFOUND};
-use super::handles::{call, SessionHandle};
+use super::handles::SessionHandle;
 use super::WiredTigerStore;
-use crate::engine::{Engine, EngineResult};
+use crate::engine::EngineResult;
+use crate::lineup::Engine;
 
 // Statistics keys the adapter reads (wiredtiger.h's `WT_STAT_CONN_*` and
 // `WT_STAT_DSRC_*`), with the descriptions WiredTiger gives them; the test
@@ -107,55 +103,6 @@ const LSM_TABLE_PRINTOUT: [i32; 8] = [
 
 /// Statistics of a B-tree table in the `stats` printout.
 const BTREE_TABLE_PRINTOUT: [i32; 2] = [BTREE_MAXIMUM_DEPTH, BLOCK_SIZE];
-
-/// A statistics cursor, closed on drop; it borrows its session mutably,
-/// so the session does nothing else meanwhile.
-pub(super) struct Statistics<'s> {
-    pub(super) ptr: NonNull<ffi::Cursor>,
-    pub(super) engine: Engine,
-    pub(super) _session: PhantomData<&'s mut ()>,
-}
-
-impl Statistics<'_> {
-    /// The description and value of the statistic `key`; `None` when this
-    /// cursor has no such key (a B-tree has no LSM statistics).
-    pub(super) fn get(&mut self, key: i32) -> EngineResult<Option<(String, i64)>> {
-        let mut description = ptr::null();
-        let mut value = 0i64;
-        // SAFETY: the cursor is open and its session is borrowed by `self`;
-        // the shim sets the two outputs on success.
-        let code = unsafe {
-            ffi::spinney_wt_statistic(self.ptr.as_ptr(), key, &mut description, &mut value)
-        };
-        if code == WT_NOTFOUND {
-            return Ok(None);
-        }
-        call(code, || format!("read statistic {key}")).map_err(|f| f.into_error(self.engine))?;
-        Ok(Some((self.text(description), value)))
-    }
-
-    /// The value of the statistic `key` (0 when the cursor lacks it).
-    pub(super) fn value(&mut self, key: i32) -> EngineResult<i64> {
-        Ok(self.get(key)?.map_or(0, |(_, v)| v))
-    }
-
-    pub(super) fn text(&self, description: *const c_char) -> String {
-        if description.is_null() {
-            return String::new();
-        }
-        // SAFETY: WiredTiger's descriptions are static NUL-terminated strings.
-        unsafe { CStr::from_ptr(description) }
-            .to_string_lossy()
-            .into_owned()
-    }
-}
-
-impl Drop for Statistics<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the cursor is open and its session outlives it (borrowed).
-        let _ = unsafe { ffi::spinney_wt_close_cursor(self.ptr.as_ptr()) };
-    }
-}
 
 impl WiredTigerStore {
     /// What moves while LSM work runs: rows merged, block bytes written, and

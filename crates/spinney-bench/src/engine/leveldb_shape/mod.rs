@@ -4,10 +4,11 @@
 //! by `*_destroy`, errors left in an `errptr` as strings the library
 //! malloc()ed and the caller frees with the library's `*_free`, and
 //! iterators stepped one entry at a time. The two adapters share what they
-//! build on it: owning handles (`owned!`), error conversion (`check`), the
-//! library's strings (`take_string`), the iterator (`Iter`), and the seek
-//! and scan loops every session runs over it (`seek_steps`, `scan`), so
-//! that both count the bytes a seek steps over alike.
+//! build on it: opaque handle types (`opaque!`) and owning handles
+//! (`owned!`), error conversion (`check`), the library's strings
+//! (`take_string`), the iterator (`Iter`), and the seek and scan loops
+//! every session runs over it (`seek_steps`, `scan`), so that both count
+//! the bytes a seek steps over alike. Their tests share `checks`.
 //!
 //! A library says which of its functions is which by implementing
 //! `Library`, whose constants are the C functions themselves, one a line
@@ -18,15 +19,22 @@
 //! and checked once, and the table of functions states what each library
 //! provides (a macro would be handed every name anyway, stable Rust
 //! having no way to paste `leveldb_` onto `iter_next`). Only the handles'
-//! wrappers are a macro, each handle having its own destroy function.
+//! types and wrappers are macros, each handle having its own destroy
+//! function.
 //!
 //! What differs stays with each adapter: LevelDB's one key space (its
 //! tables are key prefixes) against RocksDB's column families, their
 //! write batches and point reads (`leveldb_get` returns a copy, RocksDB's
-//! `rocksdb_get_pinned_cf` a pinned slice), and their options.
+//! `rocksdb_get_pinned_cf` a pinned slice), and their options. So do the
+//! declarations of the C functions (each adapter's `ffi.rs`): the two
+//! libraries' symbols differ, and so does how each is linked (RocksDB's
+//! `#[link]` is for Debian's library only).
 //!
 //! Thread-safety: an `Iter` belongs to the thread that made it (it is
 //! neither `Send` nor `Sync`); the functions here hold no state.
+
+#[cfg(test)]
+pub(crate) mod checks;
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::marker::PhantomData;
@@ -34,8 +42,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
-use super::{Engine, EngineError, EngineResult, Seek};
-use crate::BenchError;
+use super::{EngineError, EngineResult, Seek};
+use crate::{BenchError, Engine};
 
 /// A library of LevelDB's shape: the engine it stands behind, and its C
 /// functions that the shared code calls.
@@ -73,6 +81,22 @@ pub(crate) type IterBytes<I> =
     unsafe extern "C" fn(iter: *const I, len: *mut usize) -> *const c_char;
 /// `*_iter_get_error`.
 pub(crate) type IterError<I> = unsafe extern "C" fn(iter: *const I, errptr: *mut *mut c_char);
+
+/// Declares the C API's handle types (`leveldb_t`, `rocksdb_iterator_t`,
+/// ...): structs Rust never looks inside nor makes, met only behind the
+/// pointers the library hands out.
+macro_rules! opaque {
+    ($($name:ident),* $(,)?) => {
+        $(
+            /// An opaque handle of the C API.
+            #[repr(C)]
+            pub struct $name {
+                _private: [u8; 0],
+            }
+        )*
+    };
+}
+pub(crate) use opaque;
 
 /// Declares an owning wrapper of a C handle of library `$library`,
 /// destroyed once in `Drop`; `new` takes a just-created handle, `ptr`
