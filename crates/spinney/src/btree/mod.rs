@@ -69,7 +69,7 @@ mod vacuum;
 pub(crate) mod verify;
 mod write;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -77,9 +77,11 @@ use parking_lot::{Mutex, MutexGuard};
 pub(crate) use self::checkpoint::CheckpointCounters;
 pub(crate) use self::format::Checkpoint;
 pub use self::read::BtreeShape;
-pub(crate) use self::read::{Lookup, Target};
+pub(crate) use self::read::Target;
 use self::store::{PageSet, PageStore, Space};
+pub(crate) use self::write::TreeWriter;
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use crate::options::TableOptions;
 
 /// The name of the file of B-tree table `table_id`.
@@ -290,6 +292,25 @@ impl Drop for BtreeTable {
 }
 
 impl BtreeTable {
+    /// Makes what a new table needs on disk before the manifest names it:
+    /// its file (`create_file`) and its directory entry, synced (a crash
+    /// before the manifest names it leaves an orphan that open removes).
+    /// After a failure nothing names the file, which goes now (or at the
+    /// next open).
+    pub(crate) fn create_synced(
+        fs: &dyn Fs,
+        dir: &Path,
+        id: u32,
+        options: &TableOptions,
+        seqno: u64,
+    ) -> Result<()> {
+        BtreeTable::create_file(fs, dir, id, options, seqno)
+            .and_then(|()| fs.sync_dir(dir))
+            .inspect_err(|_| {
+                let _ = fs.remove(&dir.join(file_name(id)));
+            })
+    }
+
     /// Whether a page write failed (in an eviction); the table takes no
     /// more writes then.
     pub(crate) fn check_failed(&self) -> Result<()> {
@@ -299,6 +320,29 @@ impl BtreeTable {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Makes durable what recovery replayed into the table, which then
+    /// holds everything up to `last_seqno` in its file: a checkpoint. The
+    /// log being replayed is durable already; the manifest started after
+    /// recovery records the generation.
+    pub(crate) fn persist_recovered(&self, last_seqno: u64) -> Result<()> {
+        self.checkpoint(|| ((), last_seqno, 0), |_| Ok(()), |_| Ok(()))
+            .map(|_| ())
+    }
+
+    /// The oldest seqno of the log the table still needs: the one after its
+    /// durable checkpoint's. `visible` is the visible seqno, read before:
+    /// every entry up to it is in the tree, whose pages the table learns
+    /// hold everything up to it (`mark_clean_upto`).
+    pub(crate) fn log_needed_from(&self, visible: u64) -> u64 {
+        self.mark_clean_upto(visible);
+        self.persisted_seqno.load(Ordering::Acquire) + 1
+    }
+
+    /// The generation of the durable checkpoint, which the manifest records.
+    pub(crate) fn checkpoint_generation(&self) -> u64 {
+        self.durable_generation.load(Ordering::Acquire)
     }
 }
 

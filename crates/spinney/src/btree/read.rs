@@ -553,6 +553,32 @@ impl BtreeTable {
         }
     }
 
+    /// The value of `user_key` as of `snapshot`, or as of now when None:
+    /// true if found, its value appended to `value`. When the key's
+    /// versions span two leaves (`Lookup::Continue`), the read goes on
+    /// under what `hold` returns, given the seqno the read was at: a
+    /// registered snapshot, so that no version is pruned meanwhile, and the
+    /// seqno to read on at.
+    pub(crate) fn get_into<H>(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        snapshot: Option<u64>,
+        visible: &AtomicU64,
+        value: &mut Vec<u8>,
+        hold: impl FnOnce(u64) -> (H, u64),
+    ) -> Result<bool> {
+        match self.get(user_key, snapshot, visible, value)? {
+            Lookup::Value => Ok(true),
+            Lookup::Absent => Ok(false),
+            Lookup::Continue(at) => {
+                let (held, at) = hold(at);
+                let found = self.get_across_leaves(user_key, at, value);
+                drop(held);
+                found
+            }
+        }
+    }
+
     /// The value of `user_key` as of `snapshot`, or as of now when None,
     /// appended to `value` when found. When the key's versions run into
     /// the next leaf, `Lookup::Continue` says so: the caller registers a
@@ -650,6 +676,18 @@ impl BtreeTable {
         };
         read_context::add(&ctx);
         Ok(found)
+    }
+
+    /// Whether a version of a key in `[start, end)` (an empty `end`: to the
+    /// last key) newer than `after` is in the tree.
+    pub(crate) fn written_in_range(
+        self: &Arc<Self>,
+        start: &[u8],
+        end: &[u8],
+        after: u64,
+    ) -> Result<bool> {
+        let it = iter::BtreeIter::new(Arc::clone(self));
+        crate::mvcc::iter::any_newer_in_range(it, start, end, after)
     }
 
     /// Height, pages and fill, and the file's size.

@@ -1,7 +1,8 @@
 //! Writing a B-tree table: the writer (`writer()`, the `tree` mutex over
-//! `TreeState`), applying one entry (`apply`: a put or a delete is a new
-//! version in a leaf, its value inline or in an overflow run), and the
-//! copy-on-write path from the root to the leaf it changes.
+//! `TreeState`; `TreeWriter`, its hold for a run of entries), applying one
+//! entry (`apply`: a put or a delete is a new version in a leaf, its value
+//! inline or in an overflow run), and the copy-on-write path from the root
+//! to the leaf it changes.
 //!
 //! Invariants: every page on a write path is fresh (allocated since the
 //! last freeze): a page the last checkpoint wrote is copied first
@@ -16,6 +17,8 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+use parking_lot::MutexGuard;
 
 use super::format::max_cell_len;
 use super::iter::BtreeIter;
@@ -53,10 +56,59 @@ fn next_leaf_may_hold(path: &[(Arc<Frame>, usize)], user_key: &[u8]) -> bool {
     false
 }
 
+/// The writer's hold on a table for a run of entries, in seqno order
+/// (`BtreeTable::tree_writer`): a commit group's, or the log's at
+/// recovery.
+pub(crate) struct TreeWriter<'a> {
+    pub table: &'a Arc<BtreeTable>,
+    tree: MutexGuard<'a, TreeState>,
+}
+
+impl TreeWriter<'_> {
+    /// Applies one entry: a range delete (`delete_range`), or a put or a
+    /// delete (`apply`).
+    #[inline]
+    pub(crate) fn apply(
+        &mut self,
+        seqno: u64,
+        kind: Kind,
+        key: &[u8],
+        value: &[u8],
+        horizon: &Horizon,
+    ) -> Result<()> {
+        if kind == Kind::RangeDelete {
+            BtreeTable::delete_range(self.table, &mut self.tree, seqno, key, value, horizon)
+        } else {
+            self.table
+                .apply(&mut self.tree, seqno, kind, key, value, horizon)
+        }
+    }
+
+    /// Whether no leaf waits for `tidy`.
+    pub(crate) fn is_tidy(&self) -> bool {
+        self.tree.is_tidy()
+    }
+
+    /// Packs the leaves the run split to hold versions that publishing it
+    /// hid (`BtreeTable::tidy`), under `horizon`.
+    pub(crate) fn tidy(&mut self, horizon: &Horizon) -> Result<()> {
+        self.table.tidy(&mut self.tree, horizon)
+    }
+}
+
 impl BtreeTable {
     /// Starts a write: the writer's state, held until the caller is done.
-    pub(crate) fn writer(&self) -> parking_lot::MutexGuard<'_, TreeState> {
+    pub(crate) fn writer(&self) -> MutexGuard<'_, TreeState> {
         self.tree.lock()
+    }
+
+    /// Starts a run of entries: the writer's state, held until the
+    /// `TreeWriter` is dropped.
+    pub(crate) fn tree_writer(self: &Arc<Self>) -> TreeWriter<'_> {
+        TreeWriter {
+            table: self,
+            tree: self.writer(),
+        }
     }
 
     /// Applies one entry. The caller holds `writer()`.

@@ -1,40 +1,43 @@
 //! `Core`: a table of either kind, as the catalog holds it. What every
 //! table has (id, name, options, its dropped flag, its catalog record) and
 //! the operations whose work differs by kind (creating and dropping it,
-//! opening it at recovery and persisting what the log replayed into it
-//! (the LSM's half in `lsm/recover.rs`), what a writer does before its
-//! commit and what the leader does to make room for it,
-//! applying entries and what follows publication (`Applier`), point reads,
-//! the log it still needs, its files, whether work is due, flush, manual
-//! compaction, shape, statistics, verify, the whole-state record) are
-//! methods here, so that the rest of `db/` branches on the kind in one
-//! place. The scheduler (`work.rs`) still knows the kinds of job (flush,
+//! opening it at recovery from what the manifest records of it
+//! (`TableState`) and persisting what the log replayed into it, what a
+//! writer does before its commit and what the leader does to make room
+//! for it, applying entries and what follows publication (`Applier`),
+//! point reads, the log it still needs, its files, whether work is due,
+//! flush, manual compaction, shape, statistics, verify, the whole-state
+//! record) are methods here, so that the rest of `db/` branches on the
+//! kind in one place. Each branch is one call: to the kind's own folder
+//! (`lsm/`, `btree/`), or, where the work needs the database, to the file
+//! of `db/` whose concern it is (`work.rs`, `stats.rs`, `snapshot.rs`),
+//! or to the helpers at the end of this file that hand a table of one
+//! kind the database's parts to open with (`new_btree`; `TableState`'s
+//! `open_lsm` and `open_btree`, from the recorded state). The scheduler (`work.rs`) still knows the kinds of job (flush,
 //! compaction, checkpoint): ranking them across tables is its policy.
 //!
 //! Thread-safety: a `Core` is two `Arc`s' worth of handle; the tables
 //! behind it are `Send + Sync` and guard their own state.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use parking_lot::MutexGuard;
-
-use super::open::TableState;
 use super::snapshot::Snapshot;
 use super::stats::{self, Shape, TableStats};
 use super::{work, DbInner};
-use crate::btree::iter::BtreeIter;
-use crate::btree::{BtreeTable, Lookup, TreeState};
+use crate::btree::{BtreeTable, TreeWriter};
 use crate::cache::Cache;
 use crate::error::Result;
-use crate::file_names::{btree_name, sst_name};
+use crate::file_names::btree_name;
 use crate::fs::Fs;
-use crate::lsm::recover;
-use crate::lsm::table::{LsmTable, Mem};
+use crate::lsm::recover::{persist_replayed, recorded_version};
+use crate::lsm::table::{LsmTable, MemWriter};
 use crate::lsm::version::Version;
-use crate::manifest::{TableRecord, VersionEdit};
+use crate::manifest::{FileRecord, TableRecord, VersionEdit};
 use crate::mvcc::key::Kind;
+use crate::mvcc::range_del::RangeTombstone;
 use crate::mvcc::Horizon;
 use crate::options::{TableKind, TableOptions};
 
@@ -47,25 +50,19 @@ pub(crate) enum Core {
 
 impl Core {
     /// Makes what a new table needs on disk before the manifest names it:
-    /// a B-tree table's file, synced, and its directory entry (a crash
-    /// before the manifest names it leaves an orphan that open removes).
-    /// After a failure nothing names what was made, which goes now (or at
-    /// the next open): the database is as it was. An LSM table needs
-    /// nothing until its first flush.
+    /// a B-tree table's file and its directory entry, synced
+    /// (`BtreeTable::create_synced`: after a failure the database is as it
+    /// was). An LSM table needs nothing until its first flush.
     pub(super) fn create_files(
         db: &DbInner,
         id: u32,
         options: &TableOptions,
         flushed: u64,
     ) -> Result<()> {
-        if options.kind == TableKind::Lsm {
-            return Ok(());
+        match options.kind {
+            TableKind::Lsm => Ok(()),
+            TableKind::Btree => BtreeTable::create_synced(&*db.fs, &db.dir, id, options, flushed),
         }
-        BtreeTable::create_file(&*db.fs, &db.dir, id, options, flushed)
-            .and_then(|()| db.fs.sync_dir(&db.dir))
-            .inspect_err(|_| {
-                let _ = db.fs.remove(&db.path(&btree_name(id)));
-            })
     }
 
     /// A new table, once the manifest names it (its files made by
@@ -77,35 +74,11 @@ impl Core {
         options: TableOptions,
         flushed: u64,
     ) -> Result<Core> {
-        if options.kind == TableKind::Lsm {
-            let version = Version::empty();
-            return Ok(Core::Lsm(Arc::new(LsmTable::new(
-                id,
-                name.to_string(),
-                options,
-                version,
-                flushed,
-            ))));
-        }
-        let owner = db.next_file_number.fetch_add(1, Ordering::AcqRel);
-        let cache = Arc::clone(&db.cache);
-        let t = BtreeTable::open(
-            &*db.fs,
-            &db.dir,
-            id,
-            name.to_string(),
-            options,
-            cache,
-            owner,
-            1,
-            0,
-            false,
-        )?;
-        // The log a new table needs starts now.
-        let wal_bytes = db.counters.wal_bytes.load(Ordering::Relaxed);
-        t.wal_bytes_at_checkpoint
-            .store(wal_bytes, Ordering::Release);
-        Ok(Core::Btree(Arc::new(t)))
+        let name = name.to_string();
+        Ok(match options.kind {
+            TableKind::Lsm => Core::Lsm(Arc::new(LsmTable::new_empty(id, name, options, flushed))),
+            TableKind::Btree => Core::Btree(Arc::new(new_btree(db, id, name, options)?)),
+        })
     }
 
     /// Drops the table: the manifest records it, and its files go.
@@ -135,59 +108,18 @@ impl Core {
             .map(|t| Arc::downgrade(&t.super_version().version))
     }
 
-    /// Opens a table the manifest records, at recovery: an LSM table over
-    /// its recorded files (`manifest` names the manifest, for a corruption
-    /// report), a B-tree table at its file's newest valid checkpoint (one
-    /// older than recorded is accepted only while the log from `log_start`
-    /// covers the gap). `next_file_number` hands out the B-tree's cache
-    /// owner number. With `read_only`, a B-tree table writes no page.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the table's catalog state, the database's shared parts and how it was opened; a struct would only rename them"
-    )]
+    /// Opens a table the manifest records, at recovery (`TableState`'s
+    /// `open_lsm`, `open_btree`). `next_file_number` hands out a B-tree's
+    /// cache owner number.
     pub(super) fn open_recovered(
-        fs: &Arc<dyn Fs>,
-        dir: &Path,
-        cache: &Arc<Cache>,
         t: &TableState,
+        at: &Opening<'_>,
         next_file_number: &mut u64,
-        log_start: u64,
-        manifest: &Path,
-        read_only: bool,
     ) -> Result<Core> {
-        if t.record.options.kind == TableKind::Btree {
-            let owner = *next_file_number;
-            *next_file_number += 1;
-            let table = BtreeTable::open(
-                &**fs,
-                dir,
-                t.record.id,
-                t.record.name.clone(),
-                t.record.options.clone(),
-                Arc::clone(cache),
-                owner,
-                t.checkpoint_generation,
-                log_start,
-                read_only,
-            )?;
-            return Ok(Core::Btree(Arc::new(table)));
-        }
-        let version = recover::recorded_version(
-            fs,
-            dir,
-            cache,
-            &t.levels,
-            &t.range_dels,
-            manifest,
-            &t.record.name,
-        )?;
-        Ok(Core::Lsm(Arc::new(LsmTable::new(
-            t.record.id,
-            t.record.name.clone(),
-            t.record.options.clone(),
-            version,
-            t.persisted_seqno,
-        ))))
+        Ok(match t.record.options.kind {
+            TableKind::Lsm => Core::Lsm(Arc::new(t.open_lsm(at)?)),
+            TableKind::Btree => Core::Btree(Arc::new(t.open_btree(at, next_file_number)?)),
+        })
     }
 
     /// Makes durable what recovery replayed into the table, which then
@@ -203,26 +135,15 @@ impl Core {
         next_file_number: &mut u64,
     ) -> Result<()> {
         match self {
-            Core::Lsm(t) => {
-                recover::persist_replayed(t, fs, dir, cache, last_seqno, next_file_number)
-            }
-            // The log being replayed is durable already; the manifest
-            // started after recovery records the generation.
-            Core::Btree(t) => t
-                .checkpoint(|| ((), last_seqno, 0), |_| Ok(()), |_| Ok(()))
-                .map(|_| ()),
+            Core::Lsm(t) => persist_replayed(t, fs, dir, cache, last_seqno, next_file_number),
+            Core::Btree(t) => t.persist_recovered(last_seqno),
         }
     }
 
     /// The names of the table's files in the database directory now.
     pub(crate) fn file_names(&self) -> Vec<String> {
         match self {
-            Core::Lsm(t) => t
-                .super_version()
-                .version
-                .files()
-                .map(|f| sst_name(f.record.number))
-                .collect(),
+            Core::Lsm(t) => t.file_names(),
             Core::Btree(t) => vec![btree_name(t.id)],
         }
     }
@@ -237,19 +158,11 @@ impl Core {
         } else {
             0
         };
-        match self {
-            Core::Lsm(t) => Applier::Lsm {
-                table: t,
-                mem: t.active_mem(),
-                skip_upto,
-                recovering,
-            },
-            Core::Btree(t) => Applier::Btree {
-                table: t,
-                skip_upto,
-                tree: t.writer(),
-            },
-        }
+        let writer = match self {
+            Core::Lsm(t) => TableWriter::Lsm(t.mem_writer(recovering)),
+            Core::Btree(t) => TableWriter::Btree(t.tree_writer()),
+        };
+        Applier { skip_upto, writer }
     }
 
     /// Whether the table has background work waiting to be picked: frozen
@@ -329,28 +242,15 @@ impl Core {
     pub(crate) fn add_to_whole_state(&self, edit: &mut VersionEdit) {
         edit.created.push(self.record());
         match self {
-            Core::Lsm(t) => {
-                edit.flushed
-                    .push((t.id, t.persisted_seqno.load(Ordering::Acquire)));
-                let version = Arc::clone(&t.super_version().version);
-                for (level, files) in version.levels.iter().enumerate() {
-                    for f in files {
-                        edit.added.push((t.id, level as u32, f.record.clone()));
-                    }
-                }
-                for r in &version.range_dels.list {
-                    edit.range_dels_added.push((t.id, r.clone()));
-                }
-            }
-            Core::Btree(t) => edit
-                .checkpointed
-                .push((t.id, t.durable_generation.load(Ordering::Acquire))),
+            Core::Lsm(t) => t.add_to_whole_state(edit),
+            Core::Btree(t) => edit.checkpointed.push((t.id, t.checkpoint_generation())),
         }
     }
 
     /// The value of `key` at `snapshot`'s seqno (`seqno` is it, checked),
     /// or at the visible seqno: true if found, its value appended to
-    /// `value`.
+    /// `value`. A B-tree read that goes on past one leaf holds a
+    /// registered snapshot meanwhile (`Snapshot::to_read_on`).
     pub(crate) fn get_into(
         &self,
         db: &Arc<DbInner>,
@@ -359,27 +259,11 @@ impl Core {
         value: &mut Vec<u8>,
     ) -> Result<bool> {
         let seqno = snapshot.map(|(_, seqno)| seqno);
+        let visible = &db.visible_seqno;
+        let hold = |at| Snapshot::to_read_on(db, snapshot, at);
         match self {
-            Core::Lsm(t) => t.get_into(key, seqno, &db.visible_seqno, value),
-            Core::Btree(t) => match t.get(key, seqno, &db.visible_seqno, value)? {
-                Lookup::Value => Ok(true),
-                Lookup::Absent => Ok(false),
-                Lookup::Continue(at) => {
-                    // The key's versions span two leaves: read on under a
-                    // registered snapshot, so that none is pruned meanwhile.
-                    let (pin, at) = match snapshot {
-                        Some((s, _)) => (s.clone(), at),
-                        None => {
-                            let pin = Snapshot::new(db);
-                            let seqno = pin.seqno;
-                            (pin, seqno)
-                        }
-                    };
-                    let found = t.get_across_leaves(key, at, value);
-                    drop(pin);
-                    found
-                }
-            },
+            Core::Lsm(t) => t.get_into(key, seqno, visible, value),
+            Core::Btree(t) => t.get_into(key, seqno, visible, value, hold),
         }
     }
 
@@ -398,10 +282,7 @@ impl Core {
     pub(crate) fn written_in_range(&self, start: &[u8], end: &[u8], after: u64) -> Result<bool> {
         match self {
             Core::Lsm(t) => t.written_in_range(start, end, after),
-            Core::Btree(t) => {
-                let it = BtreeIter::new(Arc::clone(t));
-                crate::mvcc::iter::any_newer_in_range(it, start, end, after)
-            }
+            Core::Btree(t) => t.written_in_range(start, end, after),
         }
     }
 
@@ -415,25 +296,19 @@ impl Core {
     }
 
     /// Runs a manual compaction and waits for it; a B-tree has no levels,
-    /// so nothing is done.
+    /// so only compacting it all does anything (`work::compact_btree`).
     pub(crate) fn compact(&self, db: &DbInner, manual: work::Manual) -> Result<()> {
         match self {
             Core::Lsm(t) => work::compact_manual(db, t, manual),
-            Core::Btree(t) => match manual {
-                work::Manual::All => work::vacuum_btree(db, t),
-                work::Manual::Level(_) => Ok(()),
-            },
+            Core::Btree(t) => work::compact_btree(db, t, manual),
         }
     }
 
     /// The table's shape now (a B-tree's reads every page).
     pub(crate) fn shape(&self) -> Result<Shape> {
         match self {
-            Core::Lsm(t) => Ok(stats::shape(t)),
-            Core::Btree(t) => Ok(Shape {
-                btree: Some(t.shape()?),
-                ..Shape::default()
-            }),
+            Core::Lsm(t) => Ok(stats::lsm_shape(t)),
+            Core::Btree(t) => stats::btree_shape(t),
         }
     }
 
@@ -447,81 +322,158 @@ impl Core {
 
     /// Gets the table ready for a commit group that writes to it: an LSM
     /// table makes room in its memtable (freezing a full one, and waiting
-    /// under backpressure: `write::make_room`); a B-tree table checks that
+    /// under backpressure: `work::make_room`); a B-tree table checks that
     /// no earlier failure stopped it (which poisons the database).
     pub(crate) fn make_room(&self, db: &Arc<DbInner>) -> Result<()> {
         match self {
-            Core::Lsm(t) => super::write::make_room(db, t),
-            Core::Btree(t) => t.check_failed().inspect_err(|e| {
-                db.poison(format!("table {:?}: {e}", t.name));
-            }),
+            Core::Lsm(t) => work::make_room(db, t),
+            Core::Btree(t) => t.check_failed().inspect_err(|e| db.poison_for(&t.name, e)),
         }
     }
 
     /// The oldest seqno of the log the table still needs: every entry below
     /// it is in the table's files. `visible` is the visible seqno, read
     /// before: every entry up to it is in a memtable or the tree. A B-tree
-    /// table also learns that its pages hold everything up to `visible`
-    /// (`mark_clean_upto`).
+    /// table also learns that its pages hold everything up to `visible`.
     pub(crate) fn log_needed_from(&self, visible: u64) -> u64 {
         match self {
-            Core::Lsm(t) => t
-                .super_version()
-                .oldest_unflushed_seqno()
-                .unwrap_or(visible + 1),
-            Core::Btree(t) => {
-                t.mark_clean_upto(visible);
-                t.persisted_seqno.load(Ordering::Acquire) + 1
-            }
+            Core::Lsm(t) => t.log_needed_from(visible),
+            Core::Btree(t) => t.log_needed_from(visible),
         }
     }
 
     /// Reads every file of the table and checks it; the entries checked.
     pub(crate) fn verify(&self, db: &DbInner) -> Result<u64> {
         match self {
-            Core::Lsm(t) => work::verify_lsm(db, t),
+            Core::Lsm(t) => t.verify(&db.dir),
             Core::Btree(t) => crate::btree::verify::verify(t),
         }
+    }
+}
+
+/// Opens the file of a new B-tree table (`Core::create_files` made it):
+/// the next file number is its cache owner, and the log it needs starts
+/// now.
+fn new_btree(db: &DbInner, id: u32, name: String, options: TableOptions) -> Result<BtreeTable> {
+    let owner = db.next_file_number.fetch_add(1, Ordering::AcqRel);
+    let cache = Arc::clone(&db.cache);
+    let t = BtreeTable::open(
+        &*db.fs, &db.dir, id, name, options, cache, owner, 1, 0, false,
+    )?;
+    // The log a new table needs starts now.
+    let wal_bytes = db.counters.wal_bytes.load(Ordering::Relaxed);
+    t.wal_bytes_at_checkpoint
+        .store(wal_bytes, Ordering::Release);
+    Ok(t)
+}
+
+/// A table as the manifest records it (`Core::open_recovered` opens it):
+/// recovery (`open.rs`) applies the manifest's edits to it.
+pub(super) struct TableState {
+    pub(super) record: TableRecord,
+    /// An LSM table's files, by level and file number.
+    pub(super) levels: Vec<BTreeMap<u64, FileRecord>>,
+    /// An LSM table's flushed seqno.
+    pub(super) persisted_seqno: u64,
+    /// A B-tree table's newest durable checkpoint generation (0: none
+    /// recorded).
+    pub(super) checkpoint_generation: u64,
+    /// An LSM table's flushed range tombstones, by seqno.
+    pub(super) range_dels: BTreeMap<u64, RangeTombstone>,
+}
+
+/// What a recorded table is opened with at recovery: the database's
+/// shared parts, and how it was opened.
+pub(super) struct Opening<'a> {
+    pub(super) fs: &'a Arc<dyn Fs>,
+    pub(super) dir: &'a Path,
+    pub(super) cache: &'a Arc<Cache>,
+    /// The manifest read, named in a corruption report.
+    pub(super) manifest: &'a Path,
+    /// The seqno the log starts at: a B-tree checkpoint older than the
+    /// manifest records is accepted only while the log covers the gap.
+    pub(super) log_start: u64,
+    /// Opened read-only: a B-tree table writes no page.
+    pub(super) read_only: bool,
+}
+
+impl TableState {
+    /// The LSM table over its recorded files (`lsm/recover.rs`).
+    fn open_lsm(&self, at: &Opening<'_>) -> Result<LsmTable> {
+        let r = &self.record;
+        let version = recorded_version(
+            at.fs,
+            at.dir,
+            at.cache,
+            &self.levels,
+            &self.range_dels,
+            at.manifest,
+            &r.name,
+        )?;
+        Ok(LsmTable::new(
+            r.id,
+            r.name.clone(),
+            r.options.clone(),
+            version,
+            self.persisted_seqno,
+        ))
+    }
+
+    /// The B-tree table at its file's newest valid checkpoint; its cache
+    /// owner number is the next of `next_file_number`.
+    fn open_btree(&self, at: &Opening<'_>, next_file_number: &mut u64) -> Result<BtreeTable> {
+        let owner = *next_file_number;
+        *next_file_number += 1;
+        BtreeTable::open(
+            &**at.fs,
+            at.dir,
+            self.record.id,
+            self.record.name.clone(),
+            self.record.options.clone(),
+            Arc::clone(at.cache),
+            owner,
+            self.checkpoint_generation,
+            at.log_start,
+            at.read_only,
+        )
     }
 }
 
 /// One table's side of applying entries (`Core::applier`): the memtable
 /// they go into, or the tree's writer state, held until the applier is
 /// dropped.
-pub(crate) enum Applier<'a> {
-    Lsm {
-        table: &'a LsmTable,
-        mem: Arc<Mem>,
-        skip_upto: u64,
-        recovering: bool,
-    },
-    Btree {
-        table: &'a Arc<BtreeTable>,
-        skip_upto: u64,
-        tree: MutexGuard<'a, TreeState>,
-    },
+pub(crate) struct Applier<'a> {
+    /// Recovery's: the entries up to this seqno are in the table's files
+    /// already (0 for a commit group).
+    skip_upto: u64,
+    writer: TableWriter<'a>,
+}
+
+/// Where an applier's entries go, by kind.
+enum TableWriter<'a> {
+    Lsm(MemWriter<'a>),
+    Btree(TreeWriter<'a>),
 }
 
 impl Applier<'_> {
     /// Whether `apply` skips the entry of `seqno`: recovery's, of an entry
     /// the table's files hold already.
     pub(crate) fn skips(&self, seqno: u64) -> bool {
-        let (Applier::Lsm { skip_upto, .. } | Applier::Btree { skip_upto, .. }) = self;
-        seqno <= *skip_upto
+        seqno <= self.skip_upto
     }
 
     /// The table's name, for errors.
     pub(crate) fn name(&self) -> &str {
-        match self {
-            Applier::Lsm { table, .. } => &table.name,
-            Applier::Btree { table, .. } => &table.name,
+        match &self.writer {
+            TableWriter::Lsm(w) => &w.table.name,
+            TableWriter::Btree(w) => &w.table.name,
         }
     }
 
     /// Whether `apply` needs the horizon (a B-tree prunes the versions no
     /// reader needs as it writes a leaf; a memtable keeps every version).
     pub(crate) fn needs_horizon(&self) -> bool {
-        matches!(self, Applier::Btree { .. })
+        matches!(self.writer, TableWriter::Btree(_))
     }
 
     /// Applies one entry. An LSM table cannot fail here; a B-tree table's
@@ -534,49 +486,31 @@ impl Applier<'_> {
         value: &[u8],
         horizon: &Horizon,
     ) -> Result<()> {
-        let (Applier::Lsm { skip_upto, .. } | Applier::Btree { skip_upto, .. }) = self;
-        if seqno <= *skip_upto {
+        if self.skips(seqno) {
             // Recovery: the table persisted this entry already.
             return Ok(());
         }
-        match self {
-            Applier::Lsm {
-                table,
-                mem,
-                recovering,
-                ..
-            } => {
-                if *recovering && table.memtable_full(mem) {
-                    table.freeze_memtable();
-                    *mem = table.active_mem();
-                }
-                mem.add(seqno, kind, key, value);
-                Ok(())
-            }
-            Applier::Btree { table, tree, .. } if kind == Kind::RangeDelete => {
-                BtreeTable::delete_range(table, tree, seqno, key, value, horizon)
-            }
-            Applier::Btree { table, tree, .. } => {
-                table.apply(tree, seqno, kind, key, value, horizon)
-            }
+        match &mut self.writer {
+            TableWriter::Lsm(w) => w.apply(seqno, kind, key, value),
+            TableWriter::Btree(w) => w.apply(seqno, kind, key, value, horizon),
         }
     }
 
     /// Whether `tidy` has work: a B-tree leaf the group split to hold
     /// versions that publishing it hid.
     pub(crate) fn needs_tidy(&self) -> bool {
-        match self {
-            Applier::Lsm { .. } => false,
-            Applier::Btree { tree, .. } => !tree.is_tidy(),
+        match &self.writer {
+            TableWriter::Lsm(_) => false,
+            TableWriter::Btree(w) => !w.is_tidy(),
         }
     }
 
     /// After publication: packs what the group left untidy (B-tree), under
     /// `horizon`, taken after publishing.
     pub(crate) fn tidy(&mut self, horizon: &Horizon) -> Result<()> {
-        match self {
-            Applier::Lsm { .. } => Ok(()),
-            Applier::Btree { table, tree, .. } => table.tidy(tree, horizon),
+        match &mut self.writer {
+            TableWriter::Lsm(_) => Ok(()),
+            TableWriter::Btree(w) => w.tidy(horizon),
         }
     }
 
@@ -584,9 +518,9 @@ impl Applier<'_> {
     /// announces: a B-tree checkpoint (an LSM flush is announced when
     /// `make_room` freezes the memtable).
     pub(crate) fn wakes_workers(&self, db: &DbInner) -> bool {
-        match self {
-            Applier::Lsm { .. } => false,
-            Applier::Btree { table, .. } => work::checkpoint_due(db, table),
+        match &self.writer {
+            TableWriter::Lsm(_) => false,
+            TableWriter::Btree(w) => work::checkpoint_due(db, w.table),
         }
     }
 }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::core::Applier;
+use super::core::{Applier, Opening, TableState};
 use super::roll::WholeState;
 use super::{cleaner, BgState, Core, Counters, DbInner, VersionSet, Wal};
 use crate::cache::Cache;
@@ -37,11 +37,9 @@ use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, sst_name, wal_name};
 use crate::fs::Fs;
 use crate::manifest::{
-    parse_current, start_manifest, write_current, FileRecord, LogStart, TableRecord, VersionEdit,
-    CURRENT,
+    parse_current, start_manifest, write_current, LogStart, VersionEdit, CURRENT,
 };
 use crate::mvcc::key::SEQNO_MAX;
-use crate::mvcc::range_del::RangeTombstone;
 use crate::mvcc::Horizon;
 use crate::options::{Options, WalRecovery};
 use crate::wal::batch::{parse_sync_mark, DecodedBatch};
@@ -49,20 +47,6 @@ use crate::wal::reader::{LogReader, Read};
 use crate::wal::writer::LogWriter;
 
 const LOCK: &str = "LOCK";
-
-/// A table as the manifest records it (`Core::open_recovered` opens it).
-pub(super) struct TableState {
-    pub(super) record: TableRecord,
-    /// An LSM table's files, by level and file number.
-    pub(super) levels: Vec<BTreeMap<u64, FileRecord>>,
-    /// An LSM table's flushed seqno.
-    pub(super) persisted_seqno: u64,
-    /// A B-tree table's newest durable checkpoint generation (0: none
-    /// recorded).
-    pub(super) checkpoint_generation: u64,
-    /// An LSM table's flushed range tombstones, by seqno.
-    pub(super) range_dels: BTreeMap<u64, RangeTombstone>,
-}
 
 #[derive(Default)]
 struct Recovered {
@@ -460,18 +444,17 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     // Open the tables the manifest records.
     let manifest_path = dir.join(manifest_name(old_manifest.unwrap_or(0)));
+    let opening = Opening {
+        fs: &fs,
+        dir,
+        cache: &cache,
+        manifest: &manifest_path,
+        log_start: first_logged,
+        read_only: options.read_only,
+    };
     let mut catalog: BTreeMap<String, Core> = BTreeMap::new();
     for t in state.tables.values() {
-        let core = Core::open_recovered(
-            &fs,
-            dir,
-            &cache,
-            t,
-            &mut state.next_file_number,
-            first_logged,
-            &manifest_path,
-            options.read_only,
-        )?;
+        let core = Core::open_recovered(t, &opening, &mut state.next_file_number)?;
         catalog.insert(t.record.name.clone(), core);
     }
 

@@ -55,6 +55,25 @@ impl Snapshot {
         }
     }
 
+    /// What keeps a read at `seqno` that goes on past one B-tree leaf
+    /// readable, and the seqno to read on at: a read at a snapshot
+    /// (`given`, at `seqno`) holds it; a read at the visible seqno holds a
+    /// snapshot registered now, and reads at its seqno.
+    pub(super) fn to_read_on(
+        db: &Arc<DbInner>,
+        given: Option<(&Snapshot, u64)>,
+        seqno: u64,
+    ) -> (Snapshot, u64) {
+        match given {
+            Some((s, _)) => (s.clone(), seqno),
+            None => {
+                let pin = Snapshot::new(db);
+                let seqno = pin.seqno;
+                (pin, seqno)
+            }
+        }
+    }
+
     /// The value of `key` in `table` as of the snapshot.
     ///
     /// ```

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use super::{Core, DbInner};
 use crate::btree::{BtreeShape, BtreeTable};
 use crate::cache::CacheStats;
+use crate::error::Result;
 use crate::fs::IoStatsSnapshot;
 use crate::limits::LSM_LEVELS;
 use crate::lsm::compaction;
@@ -409,8 +410,17 @@ impl Stats {
     }
 }
 
-pub(super) fn shape(t: &LsmTable) -> Shape {
+/// An LSM table's shape now.
+pub(super) fn lsm_shape(t: &LsmTable) -> Shape {
     shape_of(&t.super_version())
+}
+
+/// A B-tree table's shape now, read from every page.
+pub(super) fn btree_shape(t: &BtreeTable) -> Result<Shape> {
+    Ok(Shape {
+        btree: Some(t.shape()?),
+        ..Shape::default()
+    })
 }
 
 fn shape_of(sv: &SuperVersion) -> Shape {

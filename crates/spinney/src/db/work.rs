@@ -12,7 +12,8 @@
 //!
 //! In every mode a writer that must wait (backpressure) first tries to run
 //! the job it waits for itself, so no writer ever waits for work that no
-//! thread is doing.
+//! thread is doing: `lsm::backpressure` decides when a commit group waits,
+//! and this file is its `Host` (`make_room`).
 //!
 //! A job is claimed under the `bg` lock: a flush sets its table's `flushing`
 //! flag (one flush per table at a time, so L0 stays in seqno order); a
@@ -34,6 +35,7 @@ use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
 use crate::file_names::sst_name;
 use crate::fs::WritableFile;
+use crate::lsm::backpressure::{self, Host};
 use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
 use crate::lsm::job::{self, JobCounts, JobHost};
 use crate::lsm::table::LsmTable;
@@ -403,6 +405,16 @@ pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
     Ok(())
 }
 
+/// A manual compaction of a B-tree table: compacting it all packs its
+/// leaves and gives space back (`vacuum_btree`); a B-tree has no levels to
+/// compact one of.
+pub(crate) fn compact_btree(db: &DbInner, t: &BtreeTable, manual: Manual) -> Result<()> {
+    match manual {
+        Manual::All => vacuum_btree(db, t),
+        Manual::Level(_) => Ok(()),
+    }
+}
+
 /// Checkpoints `t` in the caller's thread if its checkpoint is overdue
 /// (`checkpoint_overdue`), counted as a stop.
 pub(crate) fn checkpoint_if_overdue(db: &Arc<DbInner>, t: &Arc<BtreeTable>) -> Result<()> {
@@ -438,6 +450,79 @@ pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
     // A file left by a failed removal is an orphan the next open removes.
     let _ = db.fs.remove(&t.path);
     Ok(())
+}
+
+/// Makes room in an LSM table for a commit group: freezes a full memtable
+/// and applies backpressure (`lsm::backpressure`), under the `bg` lock
+/// unless the table needs nothing done. A writer that waited for
+/// background work, or did it, is counted as a stop.
+pub(crate) fn make_room(db: &DbInner, t: &Arc<LsmTable>) -> Result<()> {
+    let bp = &db.options.backpressure;
+    if backpressure::has_room(t, bp) {
+        return db.check_writable();
+    }
+    let mut writer = StalledWriter {
+        db,
+        bg: db.bg.lock(),
+        stopped: None,
+    };
+    let result = backpressure::make_room(t, bp, &mut writer);
+    let StalledWriter { bg, stopped, .. } = writer;
+    drop(bg);
+    if let Some(start) = stopped {
+        db.count_stop(start);
+    }
+    result
+}
+
+/// The scheduler as a commit leader under an LSM table's backpressure
+/// sees it (`lsm::backpressure::Host`): it holds the `bg` lock, and runs a
+/// job of the table in its own thread or waits for one.
+struct StalledWriter<'a> {
+    db: &'a DbInner,
+    bg: MutexGuard<'a, BgState>,
+    /// When the writer first waited for background work or ran it.
+    stopped: Option<Instant>,
+}
+
+impl Host for StalledWriter<'_> {
+    fn check(&self) -> Result<()> {
+        self.db.check_writable()?;
+        if self.bg.shutdown {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn run_job(&mut self, table: &Arc<LsmTable>) -> bool {
+        let Some(job) = pick_job(self.db, &mut self.bg, Some(table)) else {
+            return false;
+        };
+        self.stopped.get_or_insert_with(Instant::now);
+        // The job's failure poisons the database; `check` reports it.
+        let _ = MutexGuard::unlocked(&mut self.bg, || run_claimed(self.db, job));
+        true
+    }
+
+    fn wait_for_job(&mut self) {
+        self.stopped.get_or_insert_with(Instant::now);
+        self.db.bg_work.notify_all();
+        self.db.bg_done.wait(&mut self.bg);
+    }
+
+    fn slow_down(&mut self, delay: std::time::Duration) {
+        self.db.bg_work.notify_all();
+        let start = Instant::now();
+        MutexGuard::unlocked(&mut self.bg, || std::thread::sleep(delay));
+        let c = &self.db.counters;
+        c.slowdowns.fetch_add(1, Ordering::Relaxed);
+        let micros = start.elapsed().as_micros() as u64;
+        c.slowdown_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    fn wake_workers(&self) {
+        self.db.bg_work.notify_all();
+    }
 }
 
 /// Freezes the table's memtable and flushes every frozen memtable, in the
@@ -677,34 +762,6 @@ pub(crate) fn verify(db: &DbInner) -> Result<u64> {
     let mut entries = db.counters.log_entries_replayed.load(Ordering::Relaxed);
     for t in &tables {
         entries += t.verify(db)?;
-    }
-    Ok(entries)
-}
-
-/// Checks an LSM table's level invariants and every SST; the entries.
-pub(crate) fn verify_lsm(db: &DbInner, t: &LsmTable) -> Result<u64> {
-    let version = Arc::clone(&t.super_version().version);
-    if let Err(detail) = version.check() {
-        return Err(Error::corruption(
-            db.path("MANIFEST"),
-            0,
-            format!("table {:?}: {detail}", t.name),
-        ));
-    }
-    let mut entries = 0;
-    for f in version.files() {
-        let n = f.sst()?.verify()?;
-        if n != f.record.entries {
-            return Err(Error::corruption(
-                &f.path,
-                0,
-                format!(
-                    "holds {n} entries but the manifest records {}",
-                    f.record.entries
-                ),
-            ));
-        }
-        entries += n;
     }
     Ok(entries)
 }

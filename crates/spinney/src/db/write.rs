@@ -13,16 +13,14 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
 use super::batch::{KeyRange, WriteBatch};
 use super::core::Applier;
 use super::{log, work, Core, DbInner};
 use crate::error::{Error, Result};
-use crate::lsm::table::LsmTable;
 use crate::mvcc::key::Kind;
 use crate::mvcc::range_del;
 use crate::mvcc::Horizon;
@@ -38,11 +36,6 @@ const GROUP_INLINE: usize = 4;
 
 /// A list of a commit group's: inline up to `GROUP_INLINE` items.
 type GroupVec<T> = SmallVec<[T; GROUP_INLINE]>;
-
-/// How long a commit group waits when a table is past a slowdown threshold
-/// (LevelDB's choice: long enough to give background work the CPU, short
-/// enough to be invisible to a single write).
-const SLOWDOWN_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub(crate) struct Writer {
     batch: Mutex<Option<WriteBatch>>,
@@ -392,7 +385,7 @@ fn commit_group(db: &Arc<DbInner>, group: &[Arc<Writer>]) -> (Vec<Result<()>>, G
                 // The group is published and in the log; the table is
                 // marked failed, so later writes are refused and reopening
                 // replays the log over its durable image.
-                db.poison(format!("table {:?}: {e}", a.name()));
+                db.poison_for(a.name(), &e);
             }
         }
     }
@@ -449,95 +442,6 @@ fn check_conflicts(
             }
         }
     }
-}
-
-/// Freezes a full memtable, and applies backpressure: each commit group
-/// waits 1 ms while the table is past a slowdown threshold, and waits for
-/// background work while it is past a stop threshold. A writer that must
-/// wait first tries to run the job it waits for itself, and does not wait
-/// when the table has no job to run or running.
-pub(super) fn make_room(db: &Arc<DbInner>, t: &Arc<LsmTable>) -> Result<()> {
-    let bp = &db.options.backpressure;
-    // Most groups find nothing to do: decide that without the `bg` lock,
-    // which the jobs take to claim and finish work (and hold, at their
-    // lower priority, for as long as the scheduler lets them). Only the
-    // commit leader fills and freezes the active memtable, so `full`
-    // cannot change under it; pressure seen a group late slows the next.
-    {
-        let sv = t.super_version();
-        let full = t.memtable_full(&sv.mem);
-        let pressed = sv.pressure.l0_runs >= bp.l0_slowdown_runs.min(bp.l0_stop_runs)
-            || sv.pressure.pending_compaction_bytes
-                >= bp
-                    .pending_compaction_slowdown_bytes
-                    .min(bp.pending_compaction_stop_bytes);
-        if !full && !pressed {
-            return db.check_writable();
-        }
-    }
-    let mut slowed = false;
-    let mut stopped: Option<Instant> = None;
-    let mut bg = db.bg.lock();
-    let result = loop {
-        if let Err(e) = db.check_writable() {
-            break Err(e);
-        }
-        if bg.shutdown {
-            break Err(Error::Closed);
-        }
-        let sv = t.super_version();
-        let full = t.memtable_full(&sv.mem);
-        let stop = (full && sv.imms.len() >= bp.max_immutable_memtables)
-            || sv.pressure.l0_runs >= bp.l0_stop_runs
-            || sv.pressure.pending_compaction_bytes >= bp.pending_compaction_stop_bytes;
-        if stop {
-            if let Some(job) = work::pick_job(db, &mut bg, Some(t)) {
-                stopped.get_or_insert_with(Instant::now);
-                // The job's failure poisons the database; the loop reports it.
-                let _ = MutexGuard::unlocked(&mut bg, || work::run_claimed(db, job));
-                continue;
-            }
-            // No job of the table can be picked and none is running: the
-            // L0 runs or pending bytes that stop the writer are below what
-            // the table's strategy compacts (a stop threshold under its
-            // trigger, or tiered runs no merge rule takes yet). Only more
-            // writes can change that, so waiting would be forever; the
-            // commit goes on as if not stopped. (A full memtable always has
-            // its flush to claim or to wait for, so the memory bound holds.)
-            let nothing_to_wait_for = {
-                let work = t.work.lock();
-                work.is_idle() && work.manual_waiting == 0
-            };
-            if !nothing_to_wait_for {
-                stopped.get_or_insert_with(Instant::now);
-                db.bg_work.notify_all();
-                db.bg_done.wait(&mut bg);
-                continue;
-            }
-        }
-        let slow = sv.pressure.l0_runs >= bp.l0_slowdown_runs
-            || sv.pressure.pending_compaction_bytes >= bp.pending_compaction_slowdown_bytes;
-        if slow && !slowed {
-            slowed = true;
-            db.bg_work.notify_all();
-            let start = Instant::now();
-            MutexGuard::unlocked(&mut bg, || std::thread::sleep(SLOWDOWN_DELAY));
-            db.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
-            db.counters
-                .slowdown_micros
-                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-            continue;
-        }
-        if full && t.freeze_memtable() {
-            db.bg_work.notify_all();
-        }
-        break Ok(());
-    };
-    drop(bg);
-    if let Some(start) = stopped {
-        db.count_stop(start);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! compactions run on the database's background worker and publish their
 //! result by swapping in a new `SuperVersion`.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -18,9 +19,10 @@ use super::sst::{SstBuilder, SstInfo, SstOptions};
 use super::version::Version;
 use crate::counter::Striped;
 use crate::error::{Error, Result};
+use crate::file_names::sst_name;
 use crate::fs::WritableFile;
 use crate::limits::LSM_LEVELS;
-use crate::manifest::FileRecord;
+use crate::manifest::{FileRecord, VersionEdit};
 use crate::mvcc::iter::InternalIterator;
 use crate::mvcc::key::{Kind, ParsedKey};
 use crate::mvcc::merge::MergingIter;
@@ -248,6 +250,16 @@ impl LsmTable {
         }
     }
 
+    /// A new table: no files yet, and every entry newer than `flushed`.
+    pub(crate) fn new_empty(
+        id: u32,
+        name: String,
+        options: TableOptions,
+        flushed: u64,
+    ) -> LsmTable {
+        LsmTable::new(id, name, options, Version::empty(), flushed)
+    }
+
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
         Arc::clone(&self.sv.lock())
     }
@@ -285,6 +297,18 @@ impl LsmTable {
         drop(sv);
         drop(old);
         true
+    }
+
+    /// Starts adding entries to the active memtable, in seqno order: for
+    /// one commit group (the leader made room, and holds the commit lock,
+    /// so the memtable is not frozen meanwhile), or for the log at recovery
+    /// (`recovering`: a full memtable is frozen on the way).
+    pub(crate) fn mem_writer(&self, recovering: bool) -> MemWriter<'_> {
+        MemWriter {
+            table: self,
+            mem: self.active_mem(),
+            recovering,
+        }
     }
 
     /// Installs `version` and drops the first `flushed` immutable memtables.
@@ -437,6 +461,41 @@ impl LsmTable {
         Ok(MergingIter::new(children))
     }
 
+    /// The oldest seqno of the log the table still needs: the first held
+    /// only in a memtable, or, when the memtables are empty, the one after
+    /// `visible` (the visible seqno, read before: every entry up to it is
+    /// in a memtable or a file).
+    pub(crate) fn log_needed_from(&self, visible: u64) -> u64 {
+        self.super_version()
+            .oldest_unflushed_seqno()
+            .unwrap_or(visible + 1)
+    }
+
+    /// The names of the table's SSTs now.
+    pub(crate) fn file_names(&self) -> Vec<String> {
+        self.super_version()
+            .version
+            .files()
+            .map(|f| sst_name(f.record.number))
+            .collect()
+    }
+
+    /// Adds the table's durable state to a whole-state manifest record:
+    /// its flushed seqno, its files by level, its flushed range tombstones.
+    pub(crate) fn add_to_whole_state(&self, edit: &mut VersionEdit) {
+        edit.flushed
+            .push((self.id, self.persisted_seqno.load(Ordering::Acquire)));
+        let version = Arc::clone(&self.super_version().version);
+        for (level, files) in version.levels.iter().enumerate() {
+            for f in files {
+                edit.added.push((self.id, level as u32, f.record.clone()));
+            }
+        }
+        for r in &version.range_dels.list {
+            edit.range_dels_added.push((self.id, r.clone()));
+        }
+    }
+
     pub(crate) fn sst_options(&self) -> SstOptions {
         SstOptions {
             compression: self.options.compression,
@@ -452,6 +511,36 @@ impl LsmTable {
         !sv.imms.is_empty() || self.has_compaction(&sv.version)
     }
 
+    /// Checks the table's level invariants and reads every SST whole;
+    /// the entries checked. A broken invariant is corruption of the
+    /// manifest in `dir`.
+    pub(crate) fn verify(&self, dir: &Path) -> Result<u64> {
+        let version = Arc::clone(&self.super_version().version);
+        if let Err(detail) = version.check() {
+            return Err(Error::corruption(
+                dir.join("MANIFEST"),
+                0,
+                format!("table {:?}: {detail}", self.name),
+            ));
+        }
+        let mut entries = 0;
+        for f in version.files() {
+            let n = f.sst()?.verify()?;
+            if n != f.record.entries {
+                return Err(Error::corruption(
+                    &f.path,
+                    0,
+                    format!(
+                        "holds {n} entries but the manifest records {}",
+                        f.record.entries
+                    ),
+                ));
+            }
+            entries += n;
+        }
+        Ok(entries)
+    }
+
     /// True when a compaction could be picked from `version` now.
     pub(crate) fn has_compaction(&self, version: &Version) -> bool {
         let work = self.work.lock();
@@ -459,6 +548,28 @@ impl LsmTable {
             outputs: &work.running,
         };
         compaction::pick(version, &self.options.compaction, &busy).is_some()
+    }
+}
+
+/// Adds a run of entries to a table's active memtable (`LsmTable::mem_writer`).
+pub(crate) struct MemWriter<'a> {
+    pub table: &'a LsmTable,
+    mem: Arc<Mem>,
+    /// Recovery's: a full memtable is frozen before the next entry (a
+    /// commit group's leader made room before it began).
+    recovering: bool,
+}
+
+impl MemWriter<'_> {
+    /// Adds one entry. A memtable takes every entry: this cannot fail.
+    #[inline]
+    pub(crate) fn apply(&mut self, seqno: u64, kind: Kind, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.recovering && self.table.memtable_full(&self.mem) {
+            self.table.freeze_memtable();
+            self.mem = self.table.active_mem();
+        }
+        self.mem.add(seqno, kind, key, value);
+        Ok(())
     }
 }
 
