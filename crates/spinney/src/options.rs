@@ -636,6 +636,14 @@ pub struct Options {
     /// `write()` was faster (docs/performance.md, "Batches"). A mapped
     /// segment holds its reserved space on disk until it is finished.
     pub log_writes: LogWrites,
+    /// Read LSM tables' SST files through read-only memory maps
+    /// (`Fs::open_mapped`), as LevelDB does on 64-bit machines and RocksDB
+    /// with `allow_mmap_reads`: a block that misses the cache is copied
+    /// from the map instead of read with a `pread` system call. Off by
+    /// default. With it on, an I/O error while reading an SST ends the
+    /// process (SIGBUS) instead of returning `Error::Io`
+    /// (docs/durability.md). B-tree files are read with `pread` either way.
+    pub mmap_reads: bool,
     /// Threads that run flushes and compactions. With 0, no thread is
     /// started: the work is done by writers (`autowork`) or by the
     /// application through `Db::work`.
@@ -684,6 +692,7 @@ impl fmt::Debug for Options {
             .field("wal_recovery", &self.wal_recovery)
             .field("wal_segment_size", &self.wal_segment_size)
             .field("log_writes", &self.log_writes)
+            .field("mmap_reads", &self.mmap_reads)
             .field("background_threads", &self.background_threads)
             .field("background_nice", &self.background_nice)
             .field("autowork", &self.autowork)
@@ -706,6 +715,7 @@ impl Default for Options {
             wal_recovery: WalRecovery::TornTailOnly,
             wal_segment_size: limits::WAL_SEGMENT_BYTES_DEFAULT,
             log_writes: LogWrites::default(),
+            mmap_reads: false,
             background_threads: 2,
             background_nice: 10,
             autowork: true,

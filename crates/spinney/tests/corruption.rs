@@ -520,6 +520,63 @@ fn a_corruption_error_names_the_damaged_sst() {
 }
 
 #[test]
+fn damage_read_through_a_memory_map_is_corruption_naming_the_sst() {
+    // Goal: `Options::mmap_reads` changes how an SST's bytes arrive, not
+    // how they are checked: the database reads back whole through the
+    // maps, and a flipped byte read through one is found by reads and by
+    // verify, as Corruption naming the file.
+    let (copy, sst) = copy_and_first_sst();
+    let mapped = || Options {
+        mmap_reads: true,
+        ..options(WalRecovery::TornTailOnly)
+    };
+    let path = copy.path().join(&sst);
+    // The process's maps name the SST while the database reads it through
+    // one, and only then (Linux's /proc/self/maps).
+    let is_mapped = || {
+        fs::read_to_string("/proc/self/maps")
+            .expect("/proc/self/maps")
+            .contains(path.to_str().expect("a UTF-8 path"))
+    };
+    {
+        let db = Db::open(copy.path(), options(WalRecovery::TornTailOnly)).expect("open");
+        let table = db.table(TABLE).expect("table");
+        assert_eq!(
+            check_reads(&db, &table, Absent::Never, "read, undamaged"),
+            0
+        );
+        assert!(!is_mapped(), "{sst} is mapped without mmap_reads");
+    }
+    {
+        let db = Db::open(copy.path(), mapped()).expect("open");
+        let table = db.table(TABLE).expect("table");
+        assert_eq!(
+            check_reads(&db, &table, Absent::Never, "mapped, undamaged"),
+            0
+        );
+        assert!(is_mapped(), "{sst} is not mapped with mmap_reads");
+        db.verify().expect("verify through the maps");
+    }
+    assert!(!is_mapped(), "{sst} is still mapped after close");
+    let mut bytes = fs::read(&path).expect("read");
+    // Inside the first data block.
+    bytes[20] ^= 0xff;
+    fs::write(&path, &bytes).expect("write");
+    let db = Db::open(copy.path(), mapped()).expect("open");
+    let table = db.table(TABLE).expect("table");
+    assert!(
+        check_reads(&db, &table, Absent::Never, "mapped, damaged") > 0,
+        "no read found the damaged block"
+    );
+    let err = db.verify().expect_err("verify of a damaged SST");
+    assert!(err.is_corruption(), "{err}");
+    assert!(
+        err.to_string().contains(&sst),
+        "the error does not name {sst}: {err}"
+    );
+}
+
+#[test]
 fn an_sst_the_manifest_names_missing_is_corruption_naming_it_at_open() {
     // Goal: an SST deleted (by hand, or after an edit the manifest no
     // longer holds) is found at open, naming the file, not at the first

@@ -188,6 +188,13 @@ struct Flags {
     /// skipped).
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
     use_existing_db: bool,
+    /// 1 to read table files through memory maps where the engine has the
+    /// choice: spinney's LSM tables (`Options::mmap_reads`) and RocksDB
+    /// (`allow_mmap_reads`). LevelDB (on 64-bit machines) and LMDB map
+    /// their files for reads whatever this says; WiredTiger, fjall, redb
+    /// and spinney's B-tree tables read into their caches.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    mmap_read: bool,
     /// 1 to sync each commit (Durability::Full); 0 for the default
     /// (Durability::Normal: written to the OS at each commit, synced at
     /// flushes).
@@ -363,6 +370,7 @@ impl Flags {
             page_size: self.page_size,
             db: self.db,
             use_existing_db: self.use_existing_db,
+            mmap_read: self.mmap_read,
             durability,
             seek_nexts: self.seek_nexts,
             range_tombstone_width: self.range_tombstone_width,

@@ -102,6 +102,10 @@ pub struct Config {
     pub db: Option<PathBuf>,
     /// Keep what `db` holds (and skip the fills that want a fresh database).
     pub use_existing_db: bool,
+    /// Read table files through memory maps where the engine has the
+    /// choice (`--mmap_read`: spinney's LSM tables, `Options::mmap_reads`;
+    /// RocksDB's `allow_mmap_reads`).
+    pub mmap_read: bool,
     /// The durability of every commit (`--sync`, `--disable_wal`).
     pub durability: Durability,
     /// Steps after each seek of seekrandom.
@@ -195,6 +199,7 @@ impl Default for Config {
             page_size: table.page_size,
             db: None,
             use_existing_db: false,
+            mmap_read: false,
             durability: Durability::Normal,
             seek_nexts: 0,
             range_tombstone_width: 100,
@@ -288,6 +293,7 @@ impl Config {
             background_threads: self.background_threads,
             background_nice: self.background_nice,
             log_writes: self.engine.log_writes().unwrap_or_default(),
+            mmap_reads: self.mmap_read,
             backpressure: spinney::Backpressure {
                 max_immutable_memtables: self.write_buffers.saturating_sub(1).max(1),
                 ..spinney::Backpressure::default()
@@ -450,6 +456,7 @@ impl Config {
             format!("--max_write_buffer_number={}", self.write_buffers),
             format!("--page_size={}", self.page_size),
             format!("--use_existing_db={}", u8::from(self.use_existing_db)),
+            format!("--mmap_read={}", u8::from(self.mmap_read)),
             format!("--sync={}", u8::from(self.durability == Durability::Full)),
             format!(
                 "--disable_wal={}",

@@ -143,6 +143,7 @@ fn to_args_gives_the_configuration_back() {
         "--max_write_buffer_number=3",
         "--page_size=16384",
         "--db=/tmp/x y",
+        "--mmap_read=1",
         "--sync=1",
         "--seek_nexts=4",
         "--range_tombstone_width=7",
@@ -166,6 +167,7 @@ fn to_args_gives_the_configuration_back() {
     let back = Config::from_args(std::iter::once("spinney-bench".to_string()).chain(args))
         .expect("parse back");
     assert_eq!(back, c);
+    assert!(c.mmap_read && c.db_options().mmap_reads);
     let c = parse(&["--compare=spinney-btree,spinney-lsm", "--disable_wal=1"]).expect("parse");
     let back =
         Config::from_args(std::iter::once("x".to_string()).chain(c.to_args())).expect("parse back");

@@ -34,7 +34,7 @@ use crate::file_names::btree_name;
 use crate::fs::Fs;
 use crate::lsm::recover::{persist_replayed, recorded_version};
 use crate::lsm::table::{LsmTable, MemWriter};
-use crate::lsm::version::Version;
+use crate::lsm::version::{SstFiles, Version};
 use crate::manifest::{FileRecord, TableRecord, VersionEdit};
 use crate::mvcc::key::Kind;
 use crate::mvcc::range_del::RangeTombstone;
@@ -126,16 +126,14 @@ impl Core {
     /// holds everything up to `last_seqno` in its files: an LSM table
     /// writes its memtables to L0 SSTs (numbered from `next_file_number`,
     /// synced; the caller syncs the directory), a B-tree table checkpoints.
-    pub(crate) fn persist_recovered(
+    pub(super) fn persist_recovered(
         &self,
-        fs: &Arc<dyn Fs>,
-        dir: &Path,
-        cache: &Arc<Cache>,
+        at: &Opening<'_>,
         last_seqno: u64,
         next_file_number: &mut u64,
     ) -> Result<()> {
         match self {
-            Core::Lsm(t) => persist_replayed(t, fs, dir, cache, last_seqno, next_file_number),
+            Core::Lsm(t) => persist_replayed(t, &at.sst_files(), last_seqno, next_file_number),
             Core::Btree(t) => t.persist_recovered(last_seqno),
         }
     }
@@ -395,6 +393,21 @@ pub(super) struct Opening<'a> {
     pub(super) log_start: u64,
     /// Opened read-only: a B-tree table writes no page.
     pub(super) read_only: bool,
+    /// LSM tables read their SSTs through memory maps
+    /// (`Options::mmap_reads`).
+    pub(super) mmap_reads: bool,
+}
+
+impl Opening<'_> {
+    /// Where LSM tables' SST files are.
+    fn sst_files(&self) -> SstFiles<'_> {
+        SstFiles {
+            fs: self.fs,
+            dir: self.dir,
+            cache: self.cache,
+            mapped: self.mmap_reads,
+        }
+    }
 }
 
 impl TableState {
@@ -402,9 +415,7 @@ impl TableState {
     fn open_lsm(&self, at: &Opening<'_>) -> Result<LsmTable> {
         let r = &self.record;
         let version = recorded_version(
-            at.fs,
-            at.dir,
-            at.cache,
+            &at.sst_files(),
             &self.levels,
             &self.range_dels,
             at.manifest,

@@ -451,6 +451,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         manifest: &manifest_path,
         log_start: first_logged,
         read_only: options.read_only,
+        mmap_reads: options.mmap_reads,
     };
     let mut catalog: BTreeMap<String, Core> = BTreeMap::new();
     for t in state.tables.values() {
@@ -649,7 +650,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // Persist what the log held, so the old segments can go.
     let mut next_file_number = state.next_file_number;
     for t in catalog.values() {
-        t.persist_recovered(&fs, dir, &cache, last_seqno, &mut next_file_number)?;
+        t.persist_recovered(&opening, last_seqno, &mut next_file_number)?;
     }
     fs.sync_dir(dir)?;
 

@@ -699,7 +699,13 @@ impl JobHost for DbInner {
 
     fn sst(&self, record: FileRecord) -> FileMeta {
         let path = self.path(&sst_name(record.number));
-        FileMeta::new(record, path, Arc::clone(&self.fs), Arc::clone(&self.cache))
+        FileMeta::new(
+            record,
+            path,
+            Arc::clone(&self.fs),
+            Arc::clone(&self.cache),
+            self.options.mmap_reads,
+        )
     }
 
     fn sync_dir(&self) -> Result<()> {

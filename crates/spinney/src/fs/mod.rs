@@ -24,6 +24,7 @@ use crate::error::Result;
 #[cfg(target_os = "linux")]
 mod mapped;
 mod os;
+mod read_map;
 pub use os::OsFs;
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -68,6 +69,15 @@ pub trait Fs: Send + Sync + fmt::Debug {
     }
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file that nothing writes or cuts while it is open
+    /// (an SST) for positional reads through a read-only memory map, where
+    /// the file system can map it: a read copies from the map, with no
+    /// system call (`Options::mmap_reads`). An I/O error under the map
+    /// cannot be returned: it ends the process (SIGBUS; docs/durability.md).
+    /// A file system that cannot map files opens it as `open` does.
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// Opens a file for positional reads and writes (B-tree files),
     /// creating it empty if `create` and it does not exist.
     fn open_paged(&self, path: &Path, create: bool) -> Result<Arc<dyn PagedFile>>;

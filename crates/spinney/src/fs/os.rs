@@ -14,6 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::read_map::ReadMap;
 use super::{
     FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile, WRITEBACK_BYTES,
 };
@@ -103,6 +104,25 @@ impl Fs for OsFs {
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
             .len();
+        Ok(Arc::new(OsRandomAccessFile {
+            file,
+            len,
+            path: path.to_path_buf(),
+            stats: Arc::clone(&self.stats),
+        }))
+    }
+
+    /// Maps the whole file (`read_map.rs`); an empty file, or one the file
+    /// system cannot map, is read with `pread`.
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        if let Some(map) = ReadMap::map(&file, len, path, &self.stats) {
+            return Ok(Arc::new(map));
+        }
         Ok(Arc::new(OsRandomAccessFile {
             file,
             len,

@@ -9,11 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::table::{file_record, write_memtable, LsmTable};
-use super::version::{FileMeta, Version};
-use crate::cache::Cache;
+use super::version::{FileMeta, SstFiles, Version};
 use crate::error::{Error, Result};
 use crate::file_names::sst_name;
-use crate::fs::Fs;
 use crate::manifest::FileRecord;
 use crate::mvcc::range_del::RangeTombstone;
 
@@ -22,9 +20,7 @@ use crate::mvcc::range_del::RangeTombstone;
 /// the levels below by smallest key, checked. A version that fails its
 /// check is `Corruption` in `manifest`, naming `table`.
 pub(crate) fn recorded_version(
-    fs: &Arc<dyn Fs>,
-    dir: &Path,
-    cache: &Arc<Cache>,
+    ssts: &SstFiles<'_>,
     levels: &[BTreeMap<u64, FileRecord>],
     range_dels: &BTreeMap<u64, RangeTombstone>,
     manifest: &Path,
@@ -34,14 +30,7 @@ pub(crate) fn recorded_version(
     for (level, files) in levels.iter().enumerate() {
         let mut metas: Vec<Arc<FileMeta>> = files
             .values()
-            .map(|r| {
-                Arc::new(FileMeta::new(
-                    r.clone(),
-                    dir.join(sst_name(r.number)),
-                    Arc::clone(fs),
-                    Arc::clone(cache),
-                ))
-            })
+            .map(|r| Arc::new(ssts.meta(r.clone())))
             .collect();
         if level == 0 {
             metas.sort_by_key(|m| std::cmp::Reverse(m.record.seqno_max));
@@ -69,9 +58,7 @@ pub(crate) fn recorded_version(
 /// that the table holds everything up to `last_seqno` in its files.
 pub(crate) fn persist_replayed(
     t: &LsmTable,
-    fs: &Arc<dyn Fs>,
-    dir: &Path,
-    cache: &Arc<Cache>,
+    files: &SstFiles<'_>,
     last_seqno: u64,
     next_file_number: &mut u64,
 ) -> Result<()> {
@@ -83,15 +70,10 @@ pub(crate) fn persist_replayed(
         let out = write_memtable(imm, &t.sst_options(), &mut || {
             let n = *next_file_number;
             *next_file_number += 1;
-            Ok((n, fs.create(&dir.join(sst_name(n)))?))
+            Ok((n, files.fs.create(&files.dir.join(sst_name(n)))?))
         })?;
         for (number, info) in &out.files {
-            let meta = FileMeta::new(
-                file_record(*number, info, 0),
-                dir.join(sst_name(*number)),
-                Arc::clone(fs),
-                Arc::clone(cache),
-            );
+            let meta = files.meta(file_record(*number, info, 0));
             if let Some(l0) = version.levels.get_mut(0) {
                 l0.insert(0, Arc::new(meta));
             }

@@ -32,6 +32,8 @@ pub(crate) struct FileMeta {
     pub path: PathBuf,
     fs: Arc<dyn Fs>,
     cache: Arc<Cache>,
+    /// Opened through a memory map (`Options::mmap_reads`).
+    mapped: bool,
     sst: OnceLock<Arc<Sst>>,
     /// Set while a compaction has this file among its inputs (changed only
     /// under the database's `bg` lock).
@@ -39,6 +41,30 @@ pub(crate) struct FileMeta {
     /// Reads that looked into this file and went on to another
     /// (`charge_read`); not kept across opens.
     reads_charged: AtomicU64,
+}
+
+/// Where a table's SST files are: the file system and directory, the
+/// cache their blocks go to, and whether they are read through memory
+/// maps (`Options::mmap_reads`).
+pub(crate) struct SstFiles<'a> {
+    pub fs: &'a Arc<dyn Fs>,
+    pub dir: &'a std::path::Path,
+    pub cache: &'a Arc<Cache>,
+    pub mapped: bool,
+}
+
+impl SstFiles<'_> {
+    /// The file of `record`, not opened yet.
+    pub(crate) fn meta(&self, record: FileRecord) -> FileMeta {
+        let path = self.dir.join(crate::file_names::sst_name(record.number));
+        FileMeta::new(
+            record,
+            path,
+            Arc::clone(self.fs),
+            Arc::clone(self.cache),
+            self.mapped,
+        )
+    }
 }
 
 /// A read that had to look into a file besides the one that answered it
@@ -54,12 +80,14 @@ impl FileMeta {
         path: PathBuf,
         fs: Arc<dyn Fs>,
         cache: Arc<Cache>,
+        mapped: bool,
     ) -> FileMeta {
         FileMeta {
             record,
             path,
             fs,
             cache,
+            mapped,
             sst: OnceLock::new(),
             being_compacted: AtomicBool::new(false),
             reads_charged: AtomicU64::new(0),
@@ -83,7 +111,11 @@ impl FileMeta {
         if let Some(s) = self.sst.get() {
             return Ok(Arc::clone(s));
         }
-        let file = self.fs.open(&self.path)?;
+        let file = if self.mapped {
+            self.fs.open_mapped(&self.path)?
+        } else {
+            self.fs.open(&self.path)?
+        };
         if file.len() != self.record.size {
             return Err(Error::corruption(
                 &self.path,

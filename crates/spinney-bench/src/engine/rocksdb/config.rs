@@ -27,6 +27,8 @@ pub(super) struct Settings {
     /// And for compactions (the LOW pool).
     pub(super) compaction_threads: c_int,
     pub(super) durability: Durability,
+    /// `allow_mmap_reads` (`--mmap_read`).
+    pub(super) mmap_reads: bool,
     /// `max_write_buffer_number`: memtables per column family.
     write_buffers: c_int,
     /// The tree's shape, as spinney's leveled tables have it.
@@ -62,6 +64,7 @@ impl Settings {
             flush_threads,
             compaction_threads,
             durability: config.durability,
+            mmap_reads: config.mmap_read,
             write_buffers: c_int::try_from(config.write_buffers).unwrap_or(c_int::MAX),
             shape: {
                 let leveled = spinney::CompactionOptions::leveled();
@@ -100,7 +103,7 @@ pub(crate) fn describe(config: &Config) -> String {
         format!("full bloom filter {} bits/key", s.bloom_bits)
     };
     format!(
-        "leveled LSM, a column family per table; LRU block cache {:.1} MB, {bloom}, compression {}, write_buffer_size {:.1} MB, max_write_buffer_number {}, level_compaction_dynamic_level_bytes {}, max_bytes_for_level_base {} MiB, target_file_size_base {} MiB, max_background_jobs {} ({} flush + {} compaction threads), {}; RocksDB's defaults otherwise",
+        "leveled LSM, a column family per table; LRU block cache {:.1} MB, {bloom}, compression {}, write_buffer_size {:.1} MB, max_write_buffer_number {}, level_compaction_dynamic_level_bytes {}, max_bytes_for_level_base {} MiB, target_file_size_base {} MiB, max_background_jobs {} ({} flush + {} compaction threads), allow_mmap_reads {}, {}; RocksDB's defaults otherwise",
         s.cache_bytes as f64 / 1_048_576.0,
         s.compression.name(),
         s.write_buffer_bytes as f64 / 1_048_576.0,
@@ -111,6 +114,7 @@ pub(crate) fn describe(config: &Config) -> String {
         s.background_jobs,
         s.flush_threads,
         s.compaction_threads,
+        s.mmap_reads,
         s.durability_text(),
     )
 }

@@ -6,7 +6,7 @@
 //! library) only: with `rocksdb-current`, librocksdb-sys links its own
 //! static library, which defines the same symbols.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_uchar, c_void};
 
 use crate::engine::leveldb_shape::{
     opaque, Free, IterBytes, IterError, IterMove, IterSeek, IterValid, Library,
@@ -65,6 +65,7 @@ extern "C" {
     );
     pub fn rocksdb_options_set_max_background_jobs(options: *mut rocksdb_options_t, n: c_int);
     pub fn rocksdb_options_set_env(options: *mut rocksdb_options_t, env: *mut rocksdb_env_t);
+    pub fn rocksdb_options_set_allow_mmap_reads(options: *mut rocksdb_options_t, v: c_uchar);
     pub fn rocksdb_options_set_write_buffer_size(options: *mut rocksdb_options_t, s: usize);
     pub fn rocksdb_options_set_compression(options: *mut rocksdb_options_t, t: c_int);
     pub fn rocksdb_options_set_disable_auto_compactions(
