@@ -81,44 +81,52 @@ const _: () =
 // when read, and built only through these and `page.rs`, so reads stay in
 // bounds; they return zeros rather than panic if they ever do not.
 
+#[inline]
 pub(crate) fn u16_at(b: &[u8], at: usize) -> usize {
     b.get(at..at + 2)
         .and_then(|s| s.try_into().ok())
         .map_or(0, |a| u16::from_le_bytes(a) as usize)
 }
 
+#[inline]
 pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u32::from_le_bytes)
 }
 
+#[inline]
 pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u64::from_le_bytes)
 }
 
+#[inline]
 pub(crate) fn put_u16(b: &mut [u8], at: usize, v: usize) {
     if let Some(s) = b.get_mut(at..at + 2) {
         s.copy_from_slice(&(v as u16).to_le_bytes());
     }
 }
 
+#[inline]
 pub(crate) fn put_u64(b: &mut [u8], at: usize, v: u64) {
     if let Some(s) = b.get_mut(at..at + 8) {
         s.copy_from_slice(&v.to_le_bytes());
     }
 }
 
+#[inline]
 pub(crate) fn kind(p: &[u8]) -> u8 {
     p.first().copied().unwrap_or(0)
 }
 
+#[inline]
 pub(crate) fn link(p: &[u8]) -> u64 {
     u64_at(p, 8)
 }
 
+#[inline]
 pub(crate) fn set_link(p: &mut [u8], v: u64) {
     put_u64(p, 8, v);
 }
@@ -131,6 +139,7 @@ pub(crate) fn init(p: &mut [u8], kind: u8, link: u64) {
 
 /// Writes the header of an empty page of `kind` (no cells, the heap at the
 /// end), leaving the rest of `p` as it is.
+#[inline]
 pub(crate) fn init_header(p: &mut [u8], kind: u8, link: u64) {
     if let Some(h) = p.get_mut(..HEADER) {
         h.fill(0);

@@ -92,6 +92,7 @@ impl PageStore {
         }
     }
 
+    #[inline]
     pub(crate) fn charge(&self) -> u64 {
         self.file.page_size as u64 + FRAME_OVERHEAD
     }
@@ -99,6 +100,7 @@ impl PageStore {
     /// The frame of page `pgno`, from the cache or read from the file.
     /// Counts a page found in memory, for the table's figures and the
     /// thread's read counters.
+    #[inline]
     pub(crate) fn count_cache_hit(&self, ctx: &mut ReadContext) {
         self.file.counters.from_cache.add(1);
         ctx.blocks_from_cache += 1;
@@ -110,6 +112,7 @@ impl PageStore {
     /// frame stays alive while `epoch` is pinned, and it is the page's
     /// current frame for as long as it is latched: an evicted frame is
     /// marked gone under its write latch, and then looked up again.
+    #[inline]
     pub(crate) fn latch_for_read<'g>(
         &'g self,
         pgno: u64,
@@ -129,6 +132,7 @@ impl PageStore {
 
     /// `latch_for_read` of a page in the cache only: None if it is not
     /// there (or has just left), where `latch_for_read` would read it.
+    #[inline]
     pub(crate) fn latch_if_cached<'g>(
         &'g self,
         pgno: u64,
@@ -144,6 +148,7 @@ impl PageStore {
     /// The frame the frame table publishes for `pgno`, unlatched: alive for
     /// as long as the caller stays pinned in `epoch`, its image right only
     /// once latched (or copied under its latch) and found not gone.
+    #[inline]
     pub(crate) fn find_frame<'g>(&'g self, pgno: u64, epoch: &'g Guard) -> Option<&'g Frame> {
         let _ = epoch;
         let (found, image_at) = self.file.frames.get(pgno);
@@ -166,6 +171,7 @@ impl PageStore {
     /// entry: found through the frame table, with a handle taken and the
     /// frame then checked not gone under its latch (see `try_leave`), or
     /// else fetched through the cache.
+    #[inline]
     pub(crate) fn fetch_for_write(&self, pgno: u64, ctx: &mut ReadContext) -> Result<Arc<Frame>> {
         {
             let _epoch = crossbeam_epoch::pin();
@@ -248,6 +254,7 @@ impl PageStore {
     /// (no reader in flight, the caller the writer): the frame table, which
     /// agrees with the cache, says first whether there is a frame to drop,
     /// with a few loads instead of a shard's mutex and a map lookup.
+    #[inline]
     pub(crate) fn uncache_if_cached(&self, pgno: u64) {
         if self.may_be_cached(pgno) {
             self.uncache(pgno);
@@ -258,6 +265,7 @@ impl PageStore {
     /// table says (true past the table's reach, where a cached frame is not
     /// published: only the cache knows). Right at the moment of the call
     /// only: a reader may cache the page just after.
+    #[inline]
     pub(crate) fn may_be_cached(&self, pgno: u64) -> bool {
         pgno >= frame_table::PAGES_MAX || !self.file.frames.get(pgno).0.is_null()
     }

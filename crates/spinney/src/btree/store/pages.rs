@@ -199,12 +199,14 @@ impl Frame {
     }
 
     /// The read latch.
+    #[inline]
     pub(crate) fn read(&self) -> ReadGuard<'_> {
         self.latch.read()
     }
 
     /// The write latch. The version changes as it is taken, before any
     /// change to the image.
+    #[inline]
     pub(crate) fn write(&self) -> WriteGuard<'_> {
         let page = self.latch.write();
         self.version.store(next_version(), Ordering::Release);
@@ -212,6 +214,7 @@ impl Frame {
     }
 
     /// The frame's version (see `version`).
+    #[inline]
     pub(crate) fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
     }
@@ -242,6 +245,7 @@ impl Frame {
 
     /// A counted handle to a frame found without one (through the frame
     /// table, alive while the finder is pinned).
+    #[inline]
     pub(super) fn hold(&self) -> Arc<Frame> {
         let at: *const Frame = self;
         // SAFETY: every frame is made in an `Arc` (`Frame::new` returns
@@ -257,6 +261,7 @@ impl Frame {
     /// The read latch of a frame found through the frame table, if it is
     /// still its page's frame: None if it has left the cache since (the
     /// reader looks again). Marks it touched, for the clock.
+    #[inline]
     pub(crate) fn read_if_current(&self) -> Option<ReadGuard<'_>> {
         let page = self.latch.read();
         if self.gone.load(Ordering::Acquire) {
