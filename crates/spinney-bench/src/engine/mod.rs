@@ -279,11 +279,11 @@ pub(crate) trait Store: Send + Sync {
     }
 
     /// Waits until the engine's background work (flushes, compactions)
-    /// is done, where the engine can say when it is: true when it waited
-    /// so, false where it cannot tell (the lab then watches its files:
-    /// `bench::settle`).
-    fn wait_for_background(&self) -> EngineResult<bool> {
-        Ok(false)
+    /// is done, where the engine can say when it is; returns at once where
+    /// it cannot tell. Either way the lab then watches its files
+    /// (`bench::settle`).
+    fn wait_for_background(&self) -> EngineResult<()> {
+        Ok(())
     }
 
     /// False for an engine whose writes reach its files through a memory

@@ -180,9 +180,8 @@ impl Store for SpinneyStore {
         Some(IoCounters::of(&self.db))
     }
 
-    fn wait_for_background(&self) -> EngineResult<bool> {
-        self.db.wait_for_compaction()?;
-        Ok(true)
+    fn wait_for_background(&self) -> EngineResult<()> {
+        Ok(self.db.wait_for_compaction()?)
     }
 
     fn counts_reads(&self) -> bool {

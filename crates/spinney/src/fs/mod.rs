@@ -231,6 +231,25 @@ pub trait RandomAccessFile: Send + Sync {
     fn path(&self) -> &Path;
 }
 
+/// The error of a read of `len` bytes at `offset` past the end of `path`,
+/// a file of `file_len` bytes (`RandomAccessFile::read_at`'s, for every
+/// file system).
+pub(crate) fn read_past_end(
+    path: &Path,
+    offset: u64,
+    len: usize,
+    file_len: u64,
+) -> crate::error::Error {
+    crate::error::Error::io(
+        "read",
+        path,
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("read of {len} bytes at offset {offset} past the end ({file_len} bytes)"),
+        ),
+    )
+}
+
 /// Bytes written between two hints to start their writeback
 /// (`PagedFile::start_writeback`, and the OS writable files' own).
 pub(crate) const WRITEBACK_BYTES: u64 = 8 << 20;

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use super::read_map::ReadMap;
 use super::{
-    FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile, WRITEBACK_BYTES,
+    read_past_end, FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile,
+    WRITEBACK_BYTES,
 };
 use crate::error::{Error, Result};
 
@@ -371,17 +372,7 @@ impl RandomAccessFile for OsRandomAccessFile {
             .checked_add(len as u64)
             .is_some_and(|end| end <= self.len);
         if !in_bounds {
-            return Err(Error::io(
-                "read",
-                &self.path,
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {len} bytes at offset {offset} past the end ({} bytes)",
-                        self.len
-                    ),
-                ),
-            ));
+            return Err(read_past_end(&self.path, offset, len, self.len));
         }
         // Only bytes past the buffer's old length are zeroed: the read
         // writes every byte or fails (a reused block buffer is not zeroed

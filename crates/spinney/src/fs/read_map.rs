@@ -20,14 +20,13 @@
 //! any number of threads read it at once.
 
 use std::fs::File;
-use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::Arc;
 
-use super::{IoStats, RandomAccessFile};
-use crate::error::{Error, Result};
+use super::{read_past_end, IoStats, RandomAccessFile};
+use crate::error::Result;
 
 /// A whole file mapped for reading.
 pub(super) struct ReadMap {
@@ -93,17 +92,7 @@ impl RandomAccessFile for ReadMap {
             .checked_add(len as u64)
             .is_some_and(|end| end <= self.len);
         if !in_bounds {
-            return Err(Error::io(
-                "read",
-                &self.path,
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {len} bytes at offset {offset} past the end ({} bytes)",
-                        self.len
-                    ),
-                ),
-            ));
+            return Err(read_past_end(&self.path, offset, len, self.len));
         }
         // SAFETY: `[offset, offset + len)` lies inside the mapping (checked
         // above; `len` bytes of it are mapped), which lives as long as

@@ -594,9 +594,8 @@ impl Store for RocksStore {
         Ok(Box::new(RocksSession::new(self)?))
     }
 
-    fn wait_for_background(&self) -> EngineResult<bool> {
-        self.wait_for_compaction()?;
-        Ok(true)
+    fn wait_for_background(&self) -> EngineResult<()> {
+        self.wait_for_compaction()
     }
 
     fn operation(&self, op: Benchmark) -> EngineResult<bool> {

@@ -13,7 +13,7 @@ use std::io;
 
 use super::state::{FileId, Pending, State};
 use crate::error::{Error, Result};
-use crate::fs::{FileLock, IoStats, PagedFile, RandomAccessFile, WritableFile};
+use crate::fs::{read_past_end, FileLock, IoStats, PagedFile, RandomAccessFile, WritableFile};
 
 /// Who holds a lock: one exclusive guard, or shared guards.
 #[derive(Debug)]
@@ -141,17 +141,7 @@ impl RandomAccessFile for FaultRandomAccessFile {
             .and_then(|start| Some(start..start.checked_add(len)?))
             .and_then(|range| data.get(range));
         let Some(bytes) = bytes else {
-            return Err(Error::io(
-                "read",
-                &self.path,
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {len} bytes at offset {offset} past the end ({} bytes)",
-                        data.len()
-                    ),
-                ),
-            ));
+            return Err(read_past_end(&self.path, offset, len, data.len() as u64));
         };
         let bytes = bytes.to_vec();
         self.stats.record_read(len);
