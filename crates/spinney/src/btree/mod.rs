@@ -54,7 +54,9 @@
 //! - `checkpoint.rs`: checkpoints (the freeze, then the store's writes),
 //!   creating a file, opening it at its newest header;
 //! - `vacuum.rs`: moving pages from the end of the file, to give space back;
-//! - `iter.rs`: the iterator; `verify.rs`: checks and dumps of a file.
+//! - `iter.rs`: the iterator, and the reads that walk leaves with it (a
+//!   key whose versions run into the next leaf, a transaction's range
+//!   check); `verify.rs`: checks and dumps of a file.
 
 mod checkpoint;
 pub(crate) mod format;

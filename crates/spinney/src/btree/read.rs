@@ -22,17 +22,15 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use super::page::{self, Value};
 use crossbeam_epoch::Guard;
 
 use super::store::{read_run, Frame, ReadGuard};
-use super::{iter, BtreeTable};
+use super::BtreeTable;
 use crate::counter::GatePass;
 use crate::error::Result;
-use crate::mvcc::iter::InternalIterator;
-use crate::mvcc::key::{self, internal_key, KeyRef, Kind, ParsedKey, KIND_SEEK, SEQNO_MAX};
+use crate::mvcc::key::{self, KeyRef, Kind, ParsedKey, SEQNO_MAX};
 use crate::read_context::{self, ReadContext};
 
 /// Where a cursor's window came from: its leaf's page, the version of the
@@ -527,58 +525,6 @@ impl BtreeTable {
         Ok(())
     }
 
-    /// The value of `user_key` read with an iterator at `seqno`: the
-    /// answer to a `Lookup::Continue`, for a key whose versions run into the
-    /// next leaf. The caller holds a registered snapshot at `seqno` (so
-    /// that no version the read needs is pruned while it walks the leaves).
-    /// True if found, its value appended to `value`.
-    pub(crate) fn get_across_leaves(
-        self: &Arc<Self>,
-        user_key: &[u8],
-        seqno: u64,
-        value: &mut Vec<u8>,
-    ) -> Result<bool> {
-        let mut it = iter::BtreeIter::new(Arc::clone(self));
-        it.seek(&internal_key(user_key, seqno, KIND_SEEK));
-        if !it.valid() {
-            it.status()?;
-            return Ok(false);
-        }
-        match ParsedKey::parse(it.key()) {
-            Some(k) if k.user_key == user_key && k.kind == Kind::Put => {
-                value.extend_from_slice(it.value());
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    /// The value of `user_key` as of `snapshot`, or as of now when None:
-    /// true if found, its value appended to `value`. When the key's
-    /// versions span two leaves (`Lookup::Continue`), the read goes on
-    /// under what `hold` returns, given the seqno the read was at: a
-    /// registered snapshot, so that no version is pruned meanwhile, and the
-    /// seqno to read on at.
-    pub(crate) fn get_into<H>(
-        self: &Arc<Self>,
-        user_key: &[u8],
-        snapshot: Option<u64>,
-        visible: &AtomicU64,
-        value: &mut Vec<u8>,
-        hold: impl FnOnce(u64) -> (H, u64),
-    ) -> Result<bool> {
-        match self.get(user_key, snapshot, visible, value)? {
-            Lookup::Value => Ok(true),
-            Lookup::Absent => Ok(false),
-            Lookup::Continue(at) => {
-                let (held, at) = hold(at);
-                let found = self.get_across_leaves(user_key, at, value);
-                drop(held);
-                found
-            }
-        }
-    }
-
     /// The value of `user_key` as of `snapshot`, or as of now when None,
     /// appended to `value` when found. When the key's versions run into
     /// the next leaf, `Lookup::Continue` says so: the caller registers a
@@ -676,18 +622,6 @@ impl BtreeTable {
         };
         read_context::add(&ctx);
         Ok(found)
-    }
-
-    /// Whether a version of a key in `[start, end)` (an empty `end`: to the
-    /// last key) newer than `after` is in the tree.
-    pub(crate) fn written_in_range(
-        self: &Arc<Self>,
-        start: &[u8],
-        end: &[u8],
-        after: u64,
-    ) -> Result<bool> {
-        let it = iter::BtreeIter::new(Arc::clone(self));
-        crate::mvcc::iter::any_newer_in_range(it, start, end, after)
     }
 
     /// Height, pages and fill, and the file's size.
