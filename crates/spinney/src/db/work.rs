@@ -39,7 +39,7 @@ use crate::lsm::backpressure::{self, Host};
 use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
 use crate::lsm::job::{self, JobCounts, JobHost};
 use crate::lsm::table::LsmTable;
-use crate::lsm::version::{FileMeta, Version};
+use crate::lsm::version::{FileMeta, SstFiles, Version};
 use crate::manifest::{FileRecord, VersionEdit};
 use crate::mvcc::Horizon;
 use crate::read_context;
@@ -698,14 +698,13 @@ impl JobHost for DbInner {
     }
 
     fn sst(&self, record: FileRecord) -> FileMeta {
-        let path = self.path(&sst_name(record.number));
-        FileMeta::new(
-            record,
-            path,
-            Arc::clone(&self.fs),
-            Arc::clone(&self.cache),
-            self.options.mmap_reads,
-        )
+        SstFiles {
+            fs: &self.fs,
+            dir: &self.dir,
+            cache: &self.cache,
+            mapped: self.options.mmap_reads,
+        }
+        .meta(record)
     }
 
     fn sync_dir(&self) -> Result<()> {

@@ -250,6 +250,19 @@ pub(crate) fn read_past_end(
     )
 }
 
+/// `read_past_end`'s error unless `[offset, offset + len)` lies within a
+/// file of `file_len` bytes.
+pub(crate) fn check_read_within(path: &Path, offset: u64, len: usize, file_len: u64) -> Result<()> {
+    let within = offset
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= file_len);
+    if within {
+        Ok(())
+    } else {
+        Err(read_past_end(path, offset, len, file_len))
+    }
+}
+
 /// Bytes written between two hints to start their writeback
 /// (`PagedFile::start_writeback`, and the OS writable files' own).
 pub(crate) const WRITEBACK_BYTES: u64 = 8 << 20;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::read_map::ReadMap;
 use super::{
-    read_past_end, FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile,
+    check_read_within, FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile,
     WRITEBACK_BYTES,
 };
 use crate::error::{Error, Result};
@@ -368,12 +368,7 @@ impl RandomAccessFile for OsRandomAccessFile {
     }
 
     fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
-        let in_bounds = offset
-            .checked_add(len as u64)
-            .is_some_and(|end| end <= self.len);
-        if !in_bounds {
-            return Err(read_past_end(&self.path, offset, len, self.len));
-        }
+        check_read_within(&self.path, offset, len, self.len)?;
         // Only bytes past the buffer's old length are zeroed: the read
         // writes every byte or fails (a reused block buffer is not zeroed
         // whole before each read). A buffer grows to `len` exactly, not

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::Arc;
 
-use super::{read_past_end, IoStats, RandomAccessFile};
+use super::{check_read_within, IoStats, RandomAccessFile};
 use crate::error::Result;
 
 /// A whole file mapped for reading.
@@ -88,12 +88,7 @@ impl RandomAccessFile for ReadMap {
     }
 
     fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
-        let in_bounds = offset
-            .checked_add(len as u64)
-            .is_some_and(|end| end <= self.len);
-        if !in_bounds {
-            return Err(read_past_end(&self.path, offset, len, self.len));
-        }
+        check_read_within(&self.path, offset, len, self.len)?;
         // SAFETY: `[offset, offset + len)` lies inside the mapping (checked
         // above; `len` bytes of it are mapped), which lives as long as
         // `self` and is never written.
