@@ -644,6 +644,24 @@ pub struct Options {
     /// process (SIGBUS) instead of returning `Error::Io`
     /// (docs/durability.md). B-tree files are read with `pread` either way.
     pub mmap_reads: bool,
+    /// Read SST blocks and B-tree pages around the operating system's page
+    /// cache (Linux `O_DIRECT`; RocksDB's `use_direct_reads`, WiredTiger's
+    /// `direct_io=[data]`): the database's cache (`cache_size`) is then the
+    /// only cache of its data, and a read that misses it goes to storage.
+    /// For a machine whose memory the database should not share with the
+    /// OS's cache, and for measuring a cache smaller than the data on a
+    /// machine with more memory. A compaction reads its inputs 1 MiB at a
+    /// time. Off by default; refused with `mmap_reads`, and refused at open
+    /// (`Error::Unsupported`) on a file system without `O_DIRECT` (tmpfs) or
+    /// off Linux. The log and the manifest are read as usual.
+    pub direct_reads: bool,
+    /// Write flushes' and compactions' SSTs and B-tree checkpoints around
+    /// the operating system's page cache (`O_DIRECT`; RocksDB's
+    /// `use_direct_io_for_flush_and_compaction`), so that writing them does
+    /// not push the data readers use out of that cache. Each write still
+    /// ends in `fdatasync`. Off by default; `Error::Unsupported` where
+    /// `direct_reads` is. The log and the manifest are written as usual.
+    pub direct_writes: bool,
     /// Threads that run flushes and compactions. With 0, no thread is
     /// started: the work is done by writers (`autowork`) or by the
     /// application through `Db::work`.
@@ -693,6 +711,8 @@ impl fmt::Debug for Options {
             .field("wal_segment_size", &self.wal_segment_size)
             .field("log_writes", &self.log_writes)
             .field("mmap_reads", &self.mmap_reads)
+            .field("direct_reads", &self.direct_reads)
+            .field("direct_writes", &self.direct_writes)
             .field("background_threads", &self.background_threads)
             .field("background_nice", &self.background_nice)
             .field("autowork", &self.autowork)
@@ -716,6 +736,8 @@ impl Default for Options {
             wal_segment_size: limits::WAL_SEGMENT_BYTES_DEFAULT,
             log_writes: LogWrites::default(),
             mmap_reads: false,
+            direct_reads: false,
+            direct_writes: false,
             background_threads: 2,
             background_nice: 10,
             autowork: true,
@@ -728,6 +750,15 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The transfers of B-tree files and new SSTs that go around the OS's
+    /// page cache.
+    pub(crate) fn direct_io(&self) -> crate::fs::DirectIo {
+        crate::fs::DirectIo {
+            reads: self.direct_reads,
+            writes: self.direct_writes,
+        }
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         if self.read_only && self.error_if_exists {
             return Err(Error::invalid(
@@ -754,6 +785,11 @@ impl Options {
                 self.background_nice,
                 limits::BACKGROUND_NICE_MAX
             )));
+        }
+        if self.mmap_reads && self.direct_reads {
+            return Err(Error::invalid(
+                "mmap_reads and direct_reads contradict each other: a memory map reads through the OS's page cache",
+            ));
         }
         if self.checkpoint_wal_bytes == 0 {
             return Err(Error::invalid("checkpoint_wal_bytes must be at least 1"));

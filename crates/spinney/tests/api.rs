@@ -749,3 +749,113 @@ fn the_log_reaches_the_os_the_way_log_writes_says() {
         assert!(written >= 200 * 9, "{written} bytes for 200 commits");
     }
 }
+
+/// Pages of `path` in the OS's page cache (`mincore` over a map of the
+/// file, which maps without reading).
+fn resident_pages(path: &std::path::Path) -> usize {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).expect("open");
+    let len = file.metadata().expect("stat").len() as usize;
+    if len == 0 {
+        return 0;
+    }
+    let mut vec = vec![0u8; len.div_ceil(4096)];
+    // SAFETY: a private read-only map of our own open file, read by
+    // nothing but `mincore`, which fills `vec` (one byte a page) and is
+    // unmapped before returning.
+    unsafe {
+        let map = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        );
+        assert_ne!(map, libc::MAP_FAILED, "mmap");
+        assert_eq!(libc::mincore(map, len, vec.as_mut_ptr()), 0, "mincore");
+        libc::munmap(map, len);
+    }
+    vec.iter().filter(|&&b| b & 1 == 1).count()
+}
+
+#[test]
+fn direct_io_keeps_both_kinds_data_out_of_the_page_cache() {
+    // Goal: with `direct_reads` and `direct_writes`, flushes,
+    // compactions, checkpoints and reads that miss the database's cache
+    // move the tables' data between storage and spinney without the OS's
+    // page cache, and everything reads back, before and after a reopen.
+    // A file system without O_DIRECT is refused at open, saying so.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = || Options {
+        direct_reads: true,
+        direct_writes: true,
+        cache_size: 256 << 10,
+        ..Options::default()
+    };
+    let db = match Db::open(dir.path(), options()) {
+        Ok(db) => db,
+        Err(Error::Unsupported(why)) => {
+            assert!(why.contains("O_DIRECT"), "{why}");
+            eprintln!("skipped: {why}");
+            return;
+        }
+        Err(e) => panic!("open: {e}"),
+    };
+    let value = |i: u32| format!("value {i:08} {}", "x".repeat(i as usize % 300)).into_bytes();
+    let n = 20_000u32;
+    for (name, kind) in [
+        ("lsm", TableOptions::lsm()),
+        ("btree", TableOptions::btree()),
+    ] {
+        let t = db.create_table(name, kind).expect("create");
+        for round in 0..2 {
+            for i in (0..n).filter(|i| i % 2 == round) {
+                t.put(format!("k{i:08}").as_bytes(), &value(i))
+                    .expect("put");
+            }
+            db.flush().expect("flush");
+        }
+    }
+    db.checkpoint().expect("checkpoint");
+    db.table("lsm")
+        .expect("table")
+        .compact_all()
+        .expect("compact");
+    let check = |db: &Db| {
+        for name in ["lsm", "btree"] {
+            let t = db.table(name).expect("table");
+            for i in (0..n).step_by(7) {
+                let got = t.get(format!("k{i:08}").as_bytes()).expect("get");
+                assert_eq!(got.as_deref(), Some(&value(i)[..]), "{name} key {i}");
+            }
+            assert_eq!(t.iter().expect("iter").count(), n as usize, "{name}");
+        }
+    };
+    check(&db);
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    check(&db);
+    db.verify().expect("verify");
+    // The tables' files: SSTs, and the B-tree's file past its first two
+    // pages (its empty image, written with the file's creation).
+    let mut data_pages = 0;
+    for name in names_in(dir.path()) {
+        let path = dir.path().join(&name);
+        if name.ends_with(".sst") {
+            data_pages += resident_pages(&path);
+        } else if name.ends_with(".btree") {
+            data_pages += resident_pages(&path).saturating_sub(2);
+        }
+    }
+    assert_eq!(data_pages, 0, "the tables' pages in the OS's page cache");
+    drop(db);
+    let both = Options {
+        mmap_reads: true,
+        ..options()
+    };
+    match Db::open(dir.path(), both) {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("mmap_reads"), "{why}"),
+        other => panic!("mmap_reads with direct_reads: {other:?}"),
+    }
+}

@@ -34,7 +34,7 @@ use super::verify::image_pages;
 use super::{file_name, BtreeTable, Root, RootCell, TreeState};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::fs::Fs;
+use crate::fs::{DirectIo, Fs};
 use crate::options::TableOptions;
 
 /// Checkpoint figures.
@@ -75,6 +75,7 @@ impl BtreeTable {
         min_generation: u64,
         log_start: u64,
         read_only: bool,
+        direct: DirectIo,
     ) -> Result<BtreeTable> {
         let path = dir.join(file_name(id));
         if !fs.exists(&path)? {
@@ -84,7 +85,7 @@ impl BtreeTable {
                 format!("the file of B-tree table {name:?} is missing"),
             ));
         }
-        let file = fs.open_paged(&path, false)?;
+        let file = fs.open_paged_direct(&path, false, direct)?;
         let page_size = options.page_size;
         let (best, why) = image::newest_header(&*file, page_size, id)?;
         let Some(c) = best else {

@@ -376,5 +376,18 @@ pub(crate) fn reopen_scratch_table(
     let fs = crate::fs::OsFs::new();
     let cache = std::sync::Arc::new(crate::cache::Cache::new(cache_bytes));
     let options = scratch_options(page_size);
-    BtreeTable::open(&fs, dir, 1, "t".into(), options, cache, 1, 1, 0, false).expect("open")
+    BtreeTable::open(
+        &fs,
+        dir,
+        1,
+        "t".into(),
+        options,
+        cache,
+        1,
+        1,
+        0,
+        false,
+        crate::fs::DirectIo::default(),
+    )
+    .expect("open")
 }

@@ -31,10 +31,10 @@ use crate::btree::{BtreeTable, TreeWriter};
 use crate::cache::Cache;
 use crate::error::Result;
 use crate::file_names::btree_name;
-use crate::fs::Fs;
+use crate::fs::{DirectIo, Fs};
 use crate::lsm::recover::{persist_replayed, recorded_version};
 use crate::lsm::table::{LsmTable, MemWriter};
-use crate::lsm::version::{SstFiles, Version};
+use crate::lsm::version::{SstFiles, SstReads, Version};
 use crate::manifest::{FileRecord, TableRecord, VersionEdit};
 use crate::mvcc::key::Kind;
 use crate::mvcc::range_del::RangeTombstone;
@@ -356,7 +356,17 @@ fn new_btree(db: &DbInner, id: u32, name: String, options: TableOptions) -> Resu
     let owner = db.next_file_number.fetch_add(1, Ordering::AcqRel);
     let cache = Arc::clone(&db.cache);
     let t = BtreeTable::open(
-        &*db.fs, &db.dir, id, name, options, cache, owner, 1, 0, false,
+        &*db.fs,
+        &db.dir,
+        id,
+        name,
+        options,
+        cache,
+        owner,
+        1,
+        0,
+        false,
+        db.options.direct_io(),
     )?;
     // The log a new table needs starts now.
     let wal_bytes = db.counters.wal_bytes.load(Ordering::Relaxed);
@@ -393,9 +403,11 @@ pub(super) struct Opening<'a> {
     pub(super) log_start: u64,
     /// Opened read-only: a B-tree table writes no page.
     pub(super) read_only: bool,
-    /// LSM tables read their SSTs through memory maps
-    /// (`Options::mmap_reads`).
-    pub(super) mmap_reads: bool,
+    /// How LSM tables read their SSTs.
+    pub(super) sst_reads: SstReads,
+    /// Which transfers go around the OS's page cache
+    /// (`Options::direct_reads`, `direct_writes`).
+    pub(super) direct: DirectIo,
 }
 
 impl Opening<'_> {
@@ -405,7 +417,8 @@ impl Opening<'_> {
             fs: self.fs,
             dir: self.dir,
             cache: self.cache,
-            mapped: self.mmap_reads,
+            reads: self.sst_reads,
+            direct_writes: self.direct.writes,
         }
     }
 }
@@ -446,6 +459,7 @@ impl TableState {
             self.checkpoint_generation,
             at.log_start,
             at.read_only,
+            at.direct,
         )
     }
 }

@@ -223,6 +223,17 @@ impl DbInner {
         self.dir.join(name)
     }
 
+    /// Where LSM tables' SSTs are, and how they are read and written.
+    pub(crate) fn sst_files(&self) -> crate::lsm::version::SstFiles<'_> {
+        crate::lsm::version::SstFiles {
+            fs: &self.fs,
+            dir: &self.dir,
+            cache: &self.cache,
+            reads: crate::lsm::version::SstReads::of(&self.options),
+            direct_writes: self.options.direct_writes,
+        }
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);

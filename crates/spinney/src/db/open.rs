@@ -36,6 +36,7 @@ use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, sst_name, wal_name};
 use crate::fs::Fs;
+use crate::lsm::version::SstReads;
 use crate::manifest::{
     parse_current, start_manifest, write_current, LogStart, VersionEdit, CURRENT,
 };
@@ -361,6 +362,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     } else {
         fs.lock(&dir.join(LOCK))?
     };
+    if options.direct_reads || options.direct_writes {
+        // A file system without O_DIRECT is refused here, by opening the
+        // lock file (there in every mode) as the tables' files would be,
+        // rather than at the first flush or table.
+        fs.open_direct(&dir.join(LOCK))?;
+    }
     let exists = fs.exists(&dir.join(CURRENT))?;
     let (old_manifest, mut state) = if exists {
         if options.error_if_exists {
@@ -451,7 +458,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         manifest: &manifest_path,
         log_start: first_logged,
         read_only: options.read_only,
-        mmap_reads: options.mmap_reads,
+        sst_reads: SstReads::of(&options),
+        direct: options.direct_io(),
     };
     let mut catalog: BTreeMap<String, Core> = BTreeMap::new();
     for t in state.tables.values() {

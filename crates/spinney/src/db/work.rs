@@ -33,13 +33,12 @@ use parking_lot::MutexGuard;
 use super::{cleaner, log, BgState, Core, DbInner};
 use crate::btree::BtreeTable;
 use crate::error::{Error, Result};
-use crate::file_names::sst_name;
 use crate::fs::WritableFile;
 use crate::lsm::backpressure::{self, Host};
 use crate::lsm::compaction::{self, Busy, Compaction, OutputRange};
 use crate::lsm::job::{self, JobCounts, JobHost};
 use crate::lsm::table::LsmTable;
-use crate::lsm::version::{FileMeta, SstFiles, Version};
+use crate::lsm::version::{FileMeta, Version};
 use crate::manifest::{FileRecord, VersionEdit};
 use crate::mvcc::Horizon;
 use crate::read_context;
@@ -681,7 +680,7 @@ fn flush_one(db: &DbInner, table: &LsmTable) -> Result<u64> {
 impl JobHost for DbInner {
     fn create_sst(&self) -> Result<(u64, Box<dyn WritableFile>)> {
         let n = self.new_output_number();
-        match self.fs.create(&self.path(&sst_name(n))) {
+        match self.sst_files().create(n) {
             Ok(file) => Ok((n, file)),
             Err(e) => {
                 self.release(&[n]);
@@ -698,13 +697,7 @@ impl JobHost for DbInner {
     }
 
     fn sst(&self, record: FileRecord) -> FileMeta {
-        SstFiles {
-            fs: &self.fs,
-            dir: &self.dir,
-            cache: &self.cache,
-            mapped: self.options.mmap_reads,
-        }
-        .meta(record)
+        self.sst_files().meta(record)
     }
 
     fn sync_dir(&self) -> Result<()> {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+mod direct;
 #[cfg(target_os = "linux")]
 mod mapped;
 mod os;
@@ -81,6 +82,33 @@ pub trait Fs: Send + Sync + fmt::Debug {
     /// Opens a file for positional reads and writes (B-tree files),
     /// creating it empty if `create` and it does not exist.
     fn open_paged(&self, path: &Path, create: bool) -> Result<Arc<dyn PagedFile>>;
+    /// Creates `path` as `create` does, for a file written whole and then
+    /// synced (an SST), whose writes go around the operating system's page
+    /// cache (`Options::direct_writes`). A file system that cannot do that
+    /// returns `Error::Unsupported`, never a buffered file.
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(no_direct_io(path))
+    }
+    /// Opens an existing file that nothing writes while it is open (an
+    /// SST) for positional reads that go around the operating system's page
+    /// cache (`Options::direct_reads`), or `Error::Unsupported`.
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Err(no_direct_io(path))
+    }
+    /// `open_paged`, with the reads, the writes or both going around the
+    /// operating system's page cache as `direct` asks, or
+    /// `Error::Unsupported`.
+    fn open_paged_direct(
+        &self,
+        path: &Path,
+        create: bool,
+        direct: DirectIo,
+    ) -> Result<Arc<dyn PagedFile>> {
+        if direct == DirectIo::default() {
+            return self.open_paged(path, create);
+        }
+        Err(no_direct_io(path))
+    }
     /// Renames `from` to `to`, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.
@@ -119,6 +147,30 @@ pub trait Fs: Send + Sync + fmt::Debug {
         })?;
         file.read_at(0, len)
     }
+}
+
+/// Which of a file's transfers go around the operating system's page
+/// cache (Linux `O_DIRECT`, `fs/direct.rs`): `Options::direct_reads` and
+/// `Options::direct_writes`, as a B-tree file sees them.
+///
+/// ```
+/// let direct = spinney::fs::DirectIo { reads: true, writes: false };
+/// assert_ne!(direct, spinney::fs::DirectIo::default());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectIo {
+    /// Reads bypass the page cache.
+    pub reads: bool,
+    /// Writes bypass the page cache.
+    pub writes: bool,
+}
+
+/// The error of a file system that has no direct I/O.
+fn no_direct_io(path: &Path) -> crate::error::Error {
+    crate::error::Error::Unsupported(format!(
+        "{}: this file system does not do direct I/O (Options::direct_reads, direct_writes)",
+        path.display()
+    ))
 }
 
 /// How the log's appends reach the operating system (`Options::log_writes`).
@@ -229,6 +281,13 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
+    /// True when reads go around the operating system's page cache
+    /// (`Fs::open_direct`), so that nothing reads ahead for a caller that
+    /// walks the file in order: a compaction then reads its inputs in
+    /// large pieces itself.
+    fn bypasses_os_cache(&self) -> bool {
+        false
+    }
 }
 
 /// The error of a read of `len` bytes at `offset` past the end of `path`,

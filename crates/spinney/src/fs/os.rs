@@ -14,10 +14,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::direct::{DirectPagedFile, DirectReadFile, DirectWritableFile};
 use super::read_map::ReadMap;
 use super::{
-    check_read_within, FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile, WritableFile,
-    WRITEBACK_BYTES,
+    check_read_within, DirectIo, FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile,
+    WritableFile, WRITEBACK_BYTES,
 };
 use crate::error::{Error, Result};
 
@@ -133,18 +134,39 @@ impl Fs for OsFs {
     }
 
     fn open_paged(&self, path: &Path, create: bool) -> Result<Arc<dyn PagedFile>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io("open", path, e))?;
+        let file = open_read_write(path, create)?;
         Ok(Arc::new(OsPagedFile {
             file,
             path: path.to_path_buf(),
             stats: Arc::clone(&self.stats),
         }))
+    }
+
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(DirectWritableFile::create(path, &self.stats)?))
+    }
+
+    fn open_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(DirectReadFile::open(path, &self.stats)?))
+    }
+
+    fn open_paged_direct(
+        &self,
+        path: &Path,
+        create: bool,
+        direct: DirectIo,
+    ) -> Result<Arc<dyn PagedFile>> {
+        if direct == DirectIo::default() {
+            return self.open_paged(path, create);
+        }
+        let file = open_read_write(path, create)?;
+        Ok(Arc::new(DirectPagedFile::new(
+            file,
+            path,
+            direct.reads,
+            direct.writes,
+            &self.stats,
+        )?))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -246,6 +268,17 @@ struct OsWritableFile {
     stats: Arc<IoStats>,
 }
 
+/// Opens `path` for positional reads and writes, creating it if `create`.
+fn open_read_write(path: &Path, create: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))
+}
+
 /// Creates `path` (truncating it) for writing; readable too, which a
 /// shared writable memory map of it needs.
 fn create_file(path: &Path) -> Result<File> {
@@ -263,7 +296,7 @@ fn create_file(path: &Path) -> Result<File> {
 /// elsewhere nothing). A file written whole and synced once at its end (an
 /// SST, a B-tree checkpoint) otherwise leaves all its pages to that sync,
 /// which holds the file system's journal while commits wait on it.
-fn start_writeback(file: &File, offset: u64, len: u64) {
+pub(super) fn start_writeback(file: &File, offset: u64, len: u64) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -392,6 +425,29 @@ impl RandomAccessFile for OsRandomAccessFile {
     }
 }
 
+/// Reads `buf.len()` bytes of `file` at `offset`, or fewer at its end:
+/// the bytes read.
+pub(super) fn read_fully_at(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let Some(rest) = buf.get_mut(done..) else {
+            break;
+        };
+        match file.read_at(rest, offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read", path, e)),
+        }
+    }
+    Ok(done)
+}
+
 struct OsPagedFile {
     file: File,
     path: PathBuf,
@@ -400,18 +456,7 @@ struct OsPagedFile {
 
 impl PagedFile for OsPagedFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let mut done = 0;
-        while done < buf.len() {
-            let Some(rest) = buf.get_mut(done..) else {
-                break;
-            };
-            match self.file.read_at(rest, offset + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io("read", &self.path, e)),
-            }
-        }
+        let done = read_fully_at(&self.file, &self.path, offset, buf)?;
         self.stats.record_read(done);
         Ok(done)
     }

@@ -708,7 +708,7 @@ mod tests {
             format!("/nonexistent/{number}.sst").into(),
             Arc::new(OsFs::new()),
             Arc::new(Cache::new(0)),
-            false,
+            crate::lsm::version::SstReads::Pread,
         ))
     }
 

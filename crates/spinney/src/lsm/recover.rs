@@ -11,7 +11,6 @@ use std::sync::Arc;
 use super::table::{file_record, write_memtable, LsmTable};
 use super::version::{FileMeta, SstFiles, Version};
 use crate::error::{Error, Result};
-use crate::file_names::sst_name;
 use crate::manifest::FileRecord;
 use crate::mvcc::range_del::RangeTombstone;
 
@@ -70,7 +69,7 @@ pub(crate) fn persist_replayed(
         let out = write_memtable(imm, &t.sst_options(), &mut || {
             let n = *next_file_number;
             *next_file_number += 1;
-            Ok((n, files.fs.create(&files.dir.join(sst_name(n)))?))
+            Ok((n, files.create(n)?))
         })?;
         for (number, info) in &out.files {
             let meta = files.meta(file_record(*number, info, 0));

@@ -32,8 +32,8 @@ pub(crate) struct FileMeta {
     pub path: PathBuf,
     fs: Arc<dyn Fs>,
     cache: Arc<Cache>,
-    /// Opened through a memory map (`Options::mmap_reads`).
-    mapped: bool,
+    /// How its blocks are read.
+    reads: SstReads,
     sst: OnceLock<Arc<Sst>>,
     /// Set while a compaction has this file among its inputs (changed only
     /// under the database's `bg` lock).
@@ -43,17 +43,53 @@ pub(crate) struct FileMeta {
     reads_charged: AtomicU64,
 }
 
+/// How SST files' blocks are read from storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SstReads {
+    /// `pread` through the OS's page cache (`Fs::open`).
+    Pread,
+    /// Copied from a read-only memory map (`Options::mmap_reads`).
+    Mapped,
+    /// Around the OS's page cache (`Options::direct_reads`).
+    Direct,
+}
+
+impl SstReads {
+    /// What the database's options ask for (they refuse both at once).
+    pub(crate) fn of(options: &crate::options::Options) -> SstReads {
+        if options.direct_reads {
+            SstReads::Direct
+        } else if options.mmap_reads {
+            SstReads::Mapped
+        } else {
+            SstReads::Pread
+        }
+    }
+}
+
 /// Where a table's SST files are: the file system and directory, the
-/// cache their blocks go to, and whether they are read through memory
-/// maps (`Options::mmap_reads`).
+/// cache their blocks go to, and how they are read.
 pub(crate) struct SstFiles<'a> {
     pub fs: &'a Arc<dyn Fs>,
     pub dir: &'a std::path::Path,
     pub cache: &'a Arc<Cache>,
-    pub mapped: bool,
+    pub reads: SstReads,
+    /// New SSTs are written around the OS's page cache
+    /// (`Options::direct_writes`).
+    pub direct_writes: bool,
 }
 
 impl SstFiles<'_> {
+    /// Creates the file of SST `number`, to be written whole and synced.
+    pub(crate) fn create(&self, number: u64) -> Result<Box<dyn crate::fs::WritableFile>> {
+        let path = self.dir.join(crate::file_names::sst_name(number));
+        if self.direct_writes {
+            self.fs.create_direct(&path)
+        } else {
+            self.fs.create(&path)
+        }
+    }
+
     /// The file of `record`, not opened yet.
     pub(crate) fn meta(&self, record: FileRecord) -> FileMeta {
         let path = self.dir.join(crate::file_names::sst_name(record.number));
@@ -62,7 +98,7 @@ impl SstFiles<'_> {
             path,
             Arc::clone(self.fs),
             Arc::clone(self.cache),
-            self.mapped,
+            self.reads,
         )
     }
 }
@@ -80,14 +116,14 @@ impl FileMeta {
         path: PathBuf,
         fs: Arc<dyn Fs>,
         cache: Arc<Cache>,
-        mapped: bool,
+        reads: SstReads,
     ) -> FileMeta {
         FileMeta {
             record,
             path,
             fs,
             cache,
-            mapped,
+            reads,
             sst: OnceLock::new(),
             being_compacted: AtomicBool::new(false),
             reads_charged: AtomicU64::new(0),
@@ -111,10 +147,10 @@ impl FileMeta {
         if let Some(s) = self.sst.get() {
             return Ok(Arc::clone(s));
         }
-        let file = if self.mapped {
-            self.fs.open_mapped(&self.path)?
-        } else {
-            self.fs.open(&self.path)?
+        let file = match self.reads {
+            SstReads::Pread => self.fs.open(&self.path)?,
+            SstReads::Mapped => self.fs.open_mapped(&self.path)?,
+            SstReads::Direct => self.fs.open_direct(&self.path)?,
         };
         if file.len() != self.record.size {
             return Err(Error::corruption(
