@@ -118,6 +118,23 @@ impl Engine {
         )
     }
 
+    /// True when the engine can read and write its data files around the
+    /// OS's page cache (`--use_direct_reads`,
+    /// `--use_direct_io_for_flush_and_compaction`): spinney, RocksDB
+    /// (`use_direct_reads`, `use_direct_io_for_flush_and_compaction`) and
+    /// WiredTiger (`direct_io=[data]`). LevelDB, LMDB, fjall and redb have
+    /// no such mode.
+    pub fn direct_io(self) -> bool {
+        self.is_spinney()
+            || matches!(
+                self,
+                Engine::Rocksdb
+                    | Engine::RocksdbCurrent
+                    | Engine::WiredtigerBtree
+                    | Engine::WiredtigerLsm
+            )
+    }
+
     /// How a spinney engine writes its log (`None` for the peers).
     pub fn log_writes(self) -> Option<spinney::LogWrites> {
         match self {

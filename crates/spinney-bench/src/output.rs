@@ -97,6 +97,24 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
     writeln!(out, "Engine:     {}", config.engine.name())?;
     writeln!(out, "Table:      {}", describe_table(config))?;
     writeln!(out, "Cache:      {:.1} MB", config.cache_size as f64 / MB)?;
+    if config.mmap_read || config.direct_reads || config.direct_writes {
+        let reads = if config.direct_reads {
+            "around the OS's page cache (--use_direct_reads)"
+        } else if config.mmap_read {
+            "through memory maps where the engine has the choice (--mmap_read)"
+        } else {
+            "through the OS's page cache"
+        };
+        let writes = if config.direct_writes {
+            "around the OS's page cache (--use_direct_io_for_flush_and_compaction)"
+        } else {
+            "through the OS's page cache"
+        };
+        writeln!(
+            out,
+            "File I/O:   reads {reads}; flushes, compactions and checkpoints written {writes}"
+        )?;
+    }
     // The flags' meaning; a peer's own mapping of them is in its Table line.
     writeln!(
         out,

@@ -462,3 +462,54 @@ fn a_child_past_its_timeout_is_killed_and_reported() {
         .rounds
         .is_empty());
 }
+
+#[test]
+fn direct_io_runs_on_the_engines_that_have_it_and_is_not_supported_elsewhere() {
+    // Goal: with the direct I/O flags, spinney, RocksDB and WiredTiger
+    // (where built) write and read their keys around the OS's page cache,
+    // and every other engine reports each benchmark not supported, never a
+    // figure measured through that cache.
+    let probe = tempfile::tempdir().expect("tempdir");
+    let direct = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(probe.path().join("probe"))
+    };
+    if let Err(e) = direct {
+        eprintln!("skipped: the temporary directory's file system refuses O_DIRECT: {e}");
+        return;
+    }
+    let engines: Vec<Engine> = Engine::ALL.into_iter().filter(|e| e.is_built()).collect();
+    let config = Config {
+        direct_reads: true,
+        direct_writes: true,
+        ..tiny(&engines, &[Benchmark::FillRandom, Benchmark::ReadRandom], 1)
+    };
+    let (c, out) = run(&config);
+    assert!(c.failures.is_empty(), "{:?}\n{out}", c.failures);
+    for &engine in &engines {
+        let read = only_round(c.row(Benchmark::ReadRandom, engine).expect("row"));
+        // The list as the engines' documentation gives it, not
+        // `Engine::direct_io`, which this checks.
+        let has_direct_io = engine.is_spinney()
+            || matches!(
+                engine,
+                Engine::Rocksdb
+                    | Engine::RocksdbCurrent
+                    | Engine::WiredtigerBtree
+                    | Engine::WiredtigerLsm
+            );
+        if has_direct_io {
+            assert!(read.supported, "{engine}");
+            assert_eq!(read.attempted, NUM, "{engine}");
+            assert!(read.found > NUM / 2, "{engine}: {}", read.found);
+        } else {
+            assert!(!read.supported, "{engine} ran without direct I/O");
+            assert_eq!((read.ops, read.found), (0, 0), "{engine}");
+        }
+    }
+}

@@ -79,6 +79,9 @@ pub fn run_benchmarks(
         seed: config.resolve_seed(),
         ..config.clone()
     };
+    if (config.direct_reads || config.direct_writes) && !config.engine.direct_io() {
+        return no_direct_io(config, out);
+    }
     let (dir, _temp) = root_dir(config)?;
     if !config.use_existing_db {
         destroy(&dir)?;
@@ -129,6 +132,36 @@ pub fn run_benchmarks(
     session.close()?;
     if let Some(path) = &config.plot {
         draw(path, &results)?;
+    }
+    if let Some(path) = &config.results_file {
+        crate::results_file::write_results(path, &results)?;
+    }
+    Ok(results)
+}
+
+/// A run that asks for direct I/O of an engine without it: every
+/// benchmark is reported not supported, with no database opened, rather
+/// than measured through the OS's page cache.
+fn no_direct_io(config: &Config, out: &mut dyn Write) -> Result<Vec<BenchResult>, BenchError> {
+    let print = BenchError::io("print");
+    eprint!("{}", output::environment(config.engine));
+    output::header(out, config).map_err(print)?;
+    writeln!(
+        out,
+        "{} has no direct I/O (--use_direct_reads, --use_direct_io_for_flush_and_compaction): not supported",
+        config.engine
+    )
+    .map_err(BenchError::io("print"))?;
+    let mut results = Vec::new();
+    for &benchmark in &config.benchmarks {
+        if benchmark.is_printout() {
+            writeln!(out, "{:<12} : not supported", benchmark.name())
+                .map_err(BenchError::io("print"))?;
+            continue;
+        }
+        let result = unsupported(config, benchmark, 0.0, 0);
+        output::write_result(out, &result, config.histogram).map_err(BenchError::io("print"))?;
+        results.push(result);
     }
     if let Some(path) = &config.results_file {
         crate::results_file::write_results(path, &results)?;

@@ -195,6 +195,20 @@ struct Flags {
     /// and spinney's B-tree tables read into their caches.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
     mmap_read: bool,
+    /// 1 to read table files around the OS's page cache (O_DIRECT), so
+    /// that the engine's cache is the only cache of the data: spinney
+    /// (`Options::direct_reads`), RocksDB (`use_direct_reads`) and
+    /// WiredTiger (`direct_io=[data]`). The other engines have no such
+    /// mode and report every benchmark not supported.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    use_direct_reads: bool,
+    /// 1 to write flushes', compactions' and checkpoints' files around the
+    /// OS's page cache (O_DIRECT): spinney (`Options::direct_writes`),
+    /// RocksDB (`use_direct_io_for_flush_and_compaction`) and WiredTiger
+    /// (`direct_io=[data]`, which also reads that way). The other engines
+    /// report every benchmark not supported.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
+    use_direct_io_for_flush_and_compaction: bool,
     /// 1 to sync each commit (Durability::Full); 0 for the default
     /// (Durability::Normal: written to the OS at each commit, synced at
     /// flushes).
@@ -371,6 +385,8 @@ impl Flags {
             db: self.db,
             use_existing_db: self.use_existing_db,
             mmap_read: self.mmap_read,
+            direct_reads: self.use_direct_reads,
+            direct_writes: self.use_direct_io_for_flush_and_compaction,
             durability,
             seek_nexts: self.seek_nexts,
             range_tombstone_width: self.range_tombstone_width,

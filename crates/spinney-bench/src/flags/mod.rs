@@ -106,6 +106,13 @@ pub struct Config {
     /// choice (`--mmap_read`: spinney's LSM tables, `Options::mmap_reads`;
     /// RocksDB's `allow_mmap_reads`).
     pub mmap_read: bool,
+    /// Read table files around the OS's page cache
+    /// (`--use_direct_reads`); engines without direct I/O report every
+    /// benchmark not supported (`Engine::direct_io`).
+    pub direct_reads: bool,
+    /// Write flushes', compactions' and checkpoints' files around the OS's
+    /// page cache (`--use_direct_io_for_flush_and_compaction`).
+    pub direct_writes: bool,
     /// The durability of every commit (`--sync`, `--disable_wal`).
     pub durability: Durability,
     /// Steps after each seek of seekrandom.
@@ -200,6 +207,8 @@ impl Default for Config {
             db: None,
             use_existing_db: false,
             mmap_read: false,
+            direct_reads: false,
+            direct_writes: false,
             durability: Durability::Normal,
             seek_nexts: 0,
             range_tombstone_width: 100,
@@ -294,6 +303,8 @@ impl Config {
             background_nice: self.background_nice,
             log_writes: self.engine.log_writes().unwrap_or_default(),
             mmap_reads: self.mmap_read,
+            direct_reads: self.direct_reads,
+            direct_writes: self.direct_writes,
             backpressure: spinney::Backpressure {
                 max_immutable_memtables: self.write_buffers.saturating_sub(1).max(1),
                 ..spinney::Backpressure::default()
@@ -379,6 +390,9 @@ impl Config {
         if self.report_interval.is_zero() {
             return Err("--report_interval_seconds must be above 0".into());
         }
+        if self.mmap_read && self.direct_reads {
+            return Err("--mmap_read=1 and --use_direct_reads=1 contradict each other: a memory map reads through the OS's page cache".into());
+        }
         if self.use_existing_db && self.db.is_none() {
             return Err("--use_existing_db=1 needs --db=DIR".into());
         }
@@ -457,6 +471,11 @@ impl Config {
             format!("--page_size={}", self.page_size),
             format!("--use_existing_db={}", u8::from(self.use_existing_db)),
             format!("--mmap_read={}", u8::from(self.mmap_read)),
+            format!("--use_direct_reads={}", u8::from(self.direct_reads)),
+            format!(
+                "--use_direct_io_for_flush_and_compaction={}",
+                u8::from(self.direct_writes)
+            ),
             format!("--sync={}", u8::from(self.durability == Durability::Full)),
             format!(
                 "--disable_wal={}",

@@ -144,6 +144,7 @@ fn to_args_gives_the_configuration_back() {
         "--page_size=16384",
         "--db=/tmp/x y",
         "--mmap_read=1",
+        "--use_direct_io_for_flush_and_compaction=1",
         "--sync=1",
         "--seek_nexts=4",
         "--range_tombstone_width=7",
@@ -168,6 +169,13 @@ fn to_args_gives_the_configuration_back() {
         .expect("parse back");
     assert_eq!(back, c);
     assert!(c.mmap_read && c.db_options().mmap_reads);
+    assert!(c.direct_writes && c.db_options().direct_writes && !c.direct_reads);
+    let c = parse(&["--use_direct_reads"]).expect("parse");
+    assert!(c.direct_reads && c.db_options().direct_reads && !c.direct_writes);
+    let both = parse(&["--use_direct_reads=1", "--mmap_read=1"])
+        .expect_err("mmap and direct reads")
+        .to_string();
+    assert!(both.contains("contradict"), "{both}");
     let c = parse(&["--compare=spinney-btree,spinney-lsm", "--disable_wal=1"]).expect("parse");
     let back =
         Config::from_args(std::iter::once("x".to_string()).chain(c.to_args())).expect("parse back");

@@ -29,6 +29,10 @@ pub(super) struct Settings {
     pub(super) durability: Durability,
     /// `allow_mmap_reads` (`--mmap_read`).
     pub(super) mmap_reads: bool,
+    /// `use_direct_reads` (`--use_direct_reads`).
+    pub(super) direct_reads: bool,
+    /// `use_direct_io_for_flush_and_compaction`.
+    pub(super) direct_writes: bool,
     /// `max_write_buffer_number`: memtables per column family.
     write_buffers: c_int,
     /// The tree's shape, as spinney's leveled tables have it.
@@ -65,6 +69,8 @@ impl Settings {
             compaction_threads,
             durability: config.durability,
             mmap_reads: config.mmap_read,
+            direct_reads: config.direct_reads,
+            direct_writes: config.direct_writes,
             write_buffers: c_int::try_from(config.write_buffers).unwrap_or(c_int::MAX),
             shape: {
                 let leveled = spinney::CompactionOptions::leveled();
@@ -103,7 +109,7 @@ pub(crate) fn describe(config: &Config) -> String {
         format!("full bloom filter {} bits/key", s.bloom_bits)
     };
     format!(
-        "leveled LSM, a column family per table; LRU block cache {:.1} MB, {bloom}, compression {}, write_buffer_size {:.1} MB, max_write_buffer_number {}, level_compaction_dynamic_level_bytes {}, max_bytes_for_level_base {} MiB, target_file_size_base {} MiB, max_background_jobs {} ({} flush + {} compaction threads), allow_mmap_reads {}, {}; RocksDB's defaults otherwise",
+        "leveled LSM, a column family per table; LRU block cache {:.1} MB, {bloom}, compression {}, write_buffer_size {:.1} MB, max_write_buffer_number {}, level_compaction_dynamic_level_bytes {}, max_bytes_for_level_base {} MiB, target_file_size_base {} MiB, max_background_jobs {} ({} flush + {} compaction threads), allow_mmap_reads {}, use_direct_reads {}, use_direct_io_for_flush_and_compaction {}, {}; RocksDB's defaults otherwise",
         s.cache_bytes as f64 / 1_048_576.0,
         s.compression.name(),
         s.write_buffer_bytes as f64 / 1_048_576.0,
@@ -115,6 +121,8 @@ pub(crate) fn describe(config: &Config) -> String {
         s.flush_threads,
         s.compaction_threads,
         s.mmap_reads,
+        s.direct_reads,
+        s.direct_writes,
         s.durability_text(),
     )
 }

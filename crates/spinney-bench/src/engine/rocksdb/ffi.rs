@@ -66,6 +66,11 @@ extern "C" {
     pub fn rocksdb_options_set_max_background_jobs(options: *mut rocksdb_options_t, n: c_int);
     pub fn rocksdb_options_set_env(options: *mut rocksdb_options_t, env: *mut rocksdb_env_t);
     pub fn rocksdb_options_set_allow_mmap_reads(options: *mut rocksdb_options_t, v: c_uchar);
+    pub fn rocksdb_options_set_use_direct_reads(options: *mut rocksdb_options_t, v: c_uchar);
+    pub fn rocksdb_options_set_use_direct_io_for_flush_and_compaction(
+        options: *mut rocksdb_options_t,
+        v: c_uchar,
+    );
     pub fn rocksdb_options_set_write_buffer_size(options: *mut rocksdb_options_t, s: usize);
     pub fn rocksdb_options_set_compression(options: *mut rocksdb_options_t, t: c_int);
     pub fn rocksdb_options_set_disable_auto_compactions(

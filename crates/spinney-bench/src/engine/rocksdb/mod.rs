@@ -326,6 +326,11 @@ impl RocksStore {
             ffi::rocksdb_options_set_create_missing_column_families(db_options.ptr(), 1);
             ffi::rocksdb_options_set_max_background_jobs(db_options.ptr(), s.background_jobs);
             ffi::rocksdb_options_set_allow_mmap_reads(db_options.ptr(), u8::from(s.mmap_reads));
+            ffi::rocksdb_options_set_use_direct_reads(db_options.ptr(), u8::from(s.direct_reads));
+            ffi::rocksdb_options_set_use_direct_io_for_flush_and_compaction(
+                db_options.ptr(),
+                u8::from(s.direct_writes),
+            );
             ffi::rocksdb_options_set_env(db_options.ptr(), env.ptr());
         }
 

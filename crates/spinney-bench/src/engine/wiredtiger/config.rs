@@ -47,13 +47,16 @@ const SESSIONS_MARGIN: usize = 64;
 
 /// One line naming what the adapter sets for `config`.
 pub(crate) fn describe(config: &Config) -> String {
-    let common = format!(
+    let mut common = format!(
         "cache {}, {}, compression {}, eviction threads up to {}",
         megabytes(config.cache_size),
         durability_words(effective_durability(config.engine, config.durability)),
         config.compression.name(),
         eviction_threads(config.background_threads),
     );
+    if config.direct_reads || config.direct_writes {
+        common.push_str(", direct_io=[data] (reads and writes)");
+    }
     match config.engine {
         Engine::WiredtigerLsm => {
             let bloom = match config.bloom_bits {
@@ -164,6 +167,11 @@ pub(super) fn connection_config(engine: Engine, config: &Config) -> Result<Strin
         transaction_sync(effective_durability(engine, config.durability)),
         eviction_threads(config.background_threads),
     );
+    if config.direct_reads || config.direct_writes {
+        // One setting for the data files' reads and writes (and no memory
+        // map of a file read that way).
+        text.push_str(",direct_io=[data]");
+    }
     if engine == Engine::WiredtigerLsm {
         text.push_str(&format!(
             ",lsm_manager=(worker_thread_max={})",
