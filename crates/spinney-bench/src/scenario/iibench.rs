@@ -56,6 +56,14 @@
 //! `--write_buffer_size`, `--bloom_bits`, `--compaction_style`,
 //! `--background_threads`, `--sync`/`--disable_wal`, `--seed`) apply.
 //!
+//! Seed 003 ran with direct I/O, so that the engine's cache, not the
+//! OS's, is what the indexes outgrow. `--use_direct_reads=1
+//! --use_direct_io_for_flush_and_compaction=1` runs it so, on spinney's
+//! two kinds and WiredTiger's B-tree and LSM (`--compare`), and refuses
+//! engines without direct I/O. Without them, the OS's page cache holds
+//! what the engine's cache does not, and on a machine with memory to
+//! spare the small cache reads from memory, not storage.
+//!
 //! `--iibench_writes` says how each batch is written: `blind` (the
 //! default, iibench's inserts: puts only), `rmw` (a read-modify-write
 //! transaction that reads every key it will write first, and writes only

@@ -175,8 +175,21 @@ fn runs_on_peers(scenario: Scenario) -> bool {
     )
 }
 
-/// Refuses, as a usage error, engines `scenario` cannot run on.
-fn check_engines(scenario: Scenario, engines: &[Engine]) -> Result<(), BenchError> {
+/// Refuses, as a usage error, engines `scenario` cannot run on, and
+/// engines without direct I/O when `config` asks for it (a scenario's
+/// figures of such an engine would come through the OS's page cache).
+fn check_engines(
+    scenario: Scenario,
+    config: &Config,
+    engines: &[Engine],
+) -> Result<(), BenchError> {
+    if config.direct_reads || config.direct_writes {
+        if let Some(e) = engines.iter().find(|e| !e.direct_io()) {
+            return Err(BenchError::Config(format!(
+                "{e} has no direct I/O (--use_direct_reads, --use_direct_io_for_flush_and_compaction): not supported; leave it out of the comparison"
+            )));
+        }
+    }
     match scenario {
         Scenario::LsmShape => lsm_shape::check_engines(engines),
         Scenario::LsmBuffers => spinney_only(scenario, engines),
@@ -216,7 +229,7 @@ pub fn run(
 ) -> Result<Summary, BenchError> {
     let config = &with_seed(config);
     let engines = engines(scenario, config);
-    check_engines(scenario, &engines)?;
+    check_engines(scenario, config, &engines)?;
     let measured = match scenario {
         Scenario::BtreeVsLsm => Measured::BtreeVsLsm(btree_vs_lsm::measure(config, &engines, out)?),
         Scenario::LsmShape => Measured::LsmShape(lsm_shape::measure(config, &engines, out)?),
@@ -242,7 +255,7 @@ pub fn run_in_children(
     out: &mut dyn Write,
 ) -> Result<Summary, BenchError> {
     config.validate().map_err(BenchError::Config)?;
-    check_engines(scenario, &config.compare)?;
+    check_engines(scenario, config, &config.compare)?;
     if !runs_on_peers(scenario) {
         return run(scenario, config, out);
     }
