@@ -265,6 +265,7 @@ pub fn run_in_children(
         .tempdir()
         .map_err(BenchError::io("create a temporary directory"))?;
     let mut lines = Vec::new();
+    let mut failed = Vec::new();
     for &engine in &config.compare {
         let file = results.path().join(engine.name());
         let child = Config {
@@ -282,7 +283,14 @@ pub fn run_in_children(
             scenario.name()
         )
         .map_err(BenchError::io("print"))?;
-        crate::compare::run_child(exe, &child, out)?;
+        // A failed engine (an error, a hang stopped by --child_timeout)
+        // is left out; the others are still summed up.
+        if let Err(e) = crate::compare::run_child(exe, &child, out) {
+            writeln!(out, "{}: {e}; the summary leaves it out", scenario.name())
+                .map_err(BenchError::io("print"))?;
+            failed.push(engine.name());
+            continue;
+        }
         let text = std::fs::read_to_string(&file)
             .map_err(BenchError::io(format!("read {}", file.display())))?;
         lines.extend(
@@ -291,8 +299,30 @@ pub fn run_in_children(
                 .map(String::from),
         );
     }
+    if failed.len() == config.compare.len() {
+        return Err(BenchError::Child(format!(
+            "every engine of the comparison failed: {}",
+            failed.join(", ")
+        )));
+    }
     let measured = Measured::decode(scenario, &lines).map_err(BenchError::Child)?;
-    publish(config, measured.summary(config)?, out)
+    let mut summary = measured.summary(config)?;
+    if !failed.is_empty() {
+        summary.notes.push(format!(
+            "Left out, having failed (see above): {}.",
+            failed.join(", ")
+        ));
+    }
+    let summary = publish(config, summary, out)?;
+    if failed.is_empty() {
+        Ok(summary)
+    } else {
+        Err(BenchError::Child(format!(
+            "{} of the comparison's engines failed: {}",
+            failed.len(),
+            failed.join(", ")
+        )))
+    }
 }
 
 /// Adds the seed to the notes, prints the summary and writes its CSV.
