@@ -644,22 +644,16 @@ pub struct Options {
     /// process (SIGBUS) instead of returning `Error::Io`
     /// (docs/durability.md). B-tree files are read with `pread` either way.
     pub mmap_reads: bool,
-    /// Read SST blocks and B-tree pages around the operating system's page
-    /// cache (Linux `O_DIRECT`; RocksDB's `use_direct_reads`, WiredTiger's
-    /// `direct_io=[data]`): the database's cache (`cache_size`) is then the
-    /// only cache of its data, and a read that misses it goes to storage.
-    /// For a machine whose memory the database should not share with the
-    /// OS's cache, and for measuring a cache smaller than the data on a
-    /// machine with more memory. A compaction reads its inputs 1 MiB at a
-    /// time. Off by default; refused with `mmap_reads`, and refused at open
-    /// (`Error::Unsupported`) on a file system without `O_DIRECT` (tmpfs) or
-    /// off Linux. The log and the manifest are read as usual.
+    /// Read SST blocks and B-tree pages around the OS's page cache (Linux
+    /// `O_DIRECT`; RocksDB's `use_direct_reads`, WiredTiger's `direct_io`):
+    /// the database's cache is then the only cache of its data
+    /// (`fs/direct.rs`; a compaction reads its inputs ahead, up to 1 MiB).
+    /// Off by default; refused with `mmap_reads`, and at open
+    /// (`Error::Unsupported`) where the file system has no `O_DIRECT`.
     pub direct_reads: bool,
-    /// Write flushes' and compactions' SSTs and B-tree checkpoints around
-    /// the operating system's page cache (`O_DIRECT`; RocksDB's
-    /// `use_direct_io_for_flush_and_compaction`), so that writing them does
-    /// not push the data readers use out of that cache. Each write still
-    /// ends in `fdatasync`. Off by default; `Error::Unsupported` where
+    /// Write flushes', compactions' and checkpoints' files around the OS's
+    /// page cache (RocksDB's `use_direct_io_for_flush_and_compaction`),
+    /// still synced with `fdatasync`. Off by default; refused where
     /// `direct_reads` is. The log and the manifest are written as usual.
     pub direct_writes: bool,
     /// Threads that run flushes and compactions. With 0, no thread is

@@ -1,5 +1,6 @@
 //! The public API's edges: locking, names, limits, table lifecycle, reopen.
 
+use spinney::fs::{DirectIo, Fs, OsFs};
 use spinney::{limits, Db, Error, Options, TableKind, TableOptions, WriteBatch};
 
 fn open(dir: &std::path::Path) -> Db {
@@ -858,4 +859,127 @@ fn direct_io_keeps_both_kinds_data_out_of_the_page_cache() {
         Err(Error::InvalidArgument(why)) => assert!(why.contains("mmap_reads"), "{why}"),
         other => panic!("mmap_reads with direct_reads: {other:?}"),
     }
+}
+
+/// The test's directory, or None (and the refusal checked) where its
+/// file system has no `O_DIRECT`.
+fn direct_dir() -> Option<tempfile::TempDir> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    match OsFs::new().create_direct(&dir.path().join("probe")) {
+        Ok(_) => Some(dir),
+        Err(Error::Unsupported(why)) => {
+            assert!(why.contains("O_DIRECT"), "{why}");
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Bytes that differ from their neighbours: byte `i` of a pattern.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i * 31 + usize::from(seed)) as u8)
+        .collect()
+}
+
+#[test]
+fn appends_of_any_size_read_back_exactly_and_stay_out_of_the_page_cache() {
+    // Goal: the padding, the partial block kept across flushes and the
+    // cut at sync leave exactly the bytes appended, read back whole at
+    // any offset; and neither the writes nor the reads enter the OS's
+    // page cache.
+    let Some(dir) = direct_dir() else { return };
+    let fs = OsFs::new();
+    let path = dir.path().join("f");
+    let mut w = fs.create_direct(&path).expect("create");
+    let mut all = Vec::new();
+    for (i, len) in [1usize, 4095, 4096, 7000, 1 << 20, 3, 100_000, (1 << 20) + 5]
+        .into_iter()
+        .enumerate()
+    {
+        let piece = pattern(len, i as u8);
+        w.append(&piece).expect("append");
+        all.extend_from_slice(&piece);
+        if i % 3 == 0 {
+            w.flush().expect("flush");
+        }
+    }
+    assert_eq!(w.len(), all.len() as u64);
+    w.sync().expect("sync");
+    drop(w);
+    assert_eq!(std::fs::read(&path).expect("read"), all, "the file's bytes");
+    // `std::fs::read` filled the page cache: drop it so that what
+    // follows shows whether the direct reads fill it again.
+    drop_cached(&path);
+    assert_eq!(resident_pages(&path), 0, "pages still cached");
+    let r = fs.open_direct(&path).expect("open");
+    assert!(r.bypasses_os_cache());
+    for (offset, len) in [(0, 1), (1, 4096), (4095, 2), (5000, 70_000), (0, all.len())] {
+        assert_eq!(
+            r.read_at(offset as u64, len).expect("read"),
+            all[offset..offset + len],
+            "{len} bytes at {offset}"
+        );
+    }
+    let err = r
+        .read_at(all.len() as u64 - 1, 2)
+        .expect_err("a read past the end");
+    assert!(err.to_string().contains("past the end"), "{err}");
+    assert_eq!(
+        resident_pages(&path),
+        0,
+        "direct reads filled the page cache"
+    );
+}
+
+/// Asks the kernel to drop `path`'s clean pages from its cache.
+fn drop_cached(path: &std::path::Path) {
+    let file = std::fs::File::open(path).expect("open");
+    // SAFETY: a hint on a descriptor we own; no memory is passed.
+    let rc = unsafe {
+        use std::os::fd::AsRawFd;
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
+    };
+    assert_eq!(rc, 0, "posix_fadvise");
+}
+
+#[test]
+fn paged_writes_that_are_not_whole_blocks_keep_their_neighbours() {
+    // Goal: a write of part of a block (a header slot, a compressed
+    // page) reads the block first, so the bytes around it are kept;
+    // whole pages read back as written, by direct and buffered reads.
+    let Some(dir) = direct_dir() else { return };
+    let fs = OsFs::new();
+    let path = dir.path().join("p");
+    let both = DirectIo {
+        reads: true,
+        writes: true,
+    };
+    let f = fs.open_paged_direct(&path, true, both).expect("open");
+    let mut expect = pattern(4 * 8192, 7);
+    f.write_at(0, &expect).expect("pages");
+    for (offset, len) in [
+        (8192usize, 100usize),
+        (100, 5000),
+        (3 * 8192 + 4000, 8192 - 4000),
+    ] {
+        let piece = pattern(len, offset as u8);
+        f.write_at(offset as u64, &piece).expect("part of a block");
+        expect[offset..offset + len].copy_from_slice(&piece);
+    }
+    f.sync().expect("sync");
+    let mut back = vec![0u8; expect.len()];
+    assert_eq!(f.read_at(0, &mut back).expect("read"), expect.len());
+    assert_eq!(back, expect);
+    // At the file's end a read returns the bytes there are.
+    let mut tail = vec![0u8; 8192];
+    assert_eq!(
+        f.read_at(3 * 8192 + 100, &mut tail).expect("read"),
+        8192 - 100
+    );
+    let buffered = fs.open_paged(&path, false).expect("open");
+    let mut back = vec![0u8; expect.len()];
+    assert_eq!(buffered.read_at(0, &mut back).expect("read"), expect.len());
+    assert_eq!(back, expect);
 }

@@ -362,11 +362,13 @@ impl WritableFile for DirectWritableFile {
 }
 
 /// A file of pages (a B-tree's) whose reads, writes or both use
-/// `O_DIRECT`; the others go through `buffered`, a second descriptor
-/// without it (Linux keeps the two coherent: a direct read first writes
-/// back the cached pages it covers).
+/// `O_DIRECT`; the others go to `buffered`, the same file opened without
+/// it (Linux keeps the two coherent: a direct read first writes back the
+/// cached pages it covers, a direct write drops them). A sync is the
+/// buffered file's: `fdatasync` covers the file, whichever descriptor
+/// wrote it.
 pub(super) struct DirectPagedFile {
-    buffered: File,
+    buffered: Arc<dyn PagedFile>,
     direct: File,
     reads: bool,
     writes: bool,
@@ -376,19 +378,19 @@ pub(super) struct DirectPagedFile {
 
 impl DirectPagedFile {
     pub(super) fn new(
-        buffered: File,
-        path: &Path,
+        buffered: Arc<dyn PagedFile>,
         reads: bool,
         writes: bool,
         stats: &Arc<IoStats>,
     ) -> Result<DirectPagedFile> {
-        let direct = open(path, true, false, false)?;
+        let path = buffered.path().to_path_buf();
+        let direct = open(&path, true, false, false)?;
         Ok(DirectPagedFile {
             buffered,
             direct,
             reads,
             writes,
-            path: path.to_path_buf(),
+            path,
             stats: Arc::clone(stats),
         })
     }
@@ -429,206 +431,37 @@ impl DirectPagedFile {
 
 impl PagedFile for DirectPagedFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let n = if self.reads {
-            read_aligned(&self.direct, &self.path, offset, buf)?
-        } else {
-            super::os::read_fully_at(&self.buffered, &self.path, offset, buf)?
-        };
+        if !self.reads {
+            return self.buffered.read_at(offset, buf);
+        }
+        let n = read_aligned(&self.direct, &self.path, offset, buf)?;
         self.stats.record_read(n);
         Ok(n)
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         if self.writes {
-            return self.write_direct(offset, data);
+            self.write_direct(offset, data)
+        } else {
+            self.buffered.write_at(offset, data)
         }
-        self.buffered
-            .write_all_at(data, offset)
-            .map_err(|e| Error::io("write", &self.path, e))?;
-        self.stats.record_write(data.len());
-        Ok(())
     }
 
     fn sync(&self) -> Result<()> {
-        self.buffered
-            .sync_data()
-            .map_err(|e| Error::io("sync", &self.path, e))?;
-        self.stats.record_sync();
-        Ok(())
+        self.buffered.sync()
     }
 
     fn start_writeback(&self, offset: u64, len: u64) {
         if !self.writes {
-            super::os::start_writeback(&self.buffered, offset, len);
+            self.buffered.start_writeback(offset, len);
         }
     }
 
     fn set_len(&self, len: u64) -> Result<()> {
-        self.buffered
-            .set_len(len)
-            .map_err(|e| Error::io("truncate", &self.path, e))
+        self.buffered.set_len(len)
     }
 
     fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fs::{DirectIo, Fs, OsFs};
-
-    /// Pages of `path` in the OS's page cache (`mincore` over a map of the
-    /// file, which maps without reading).
-    pub(crate) fn resident_pages(path: &Path) -> usize {
-        let file = File::open(path).expect("open");
-        let len = file.metadata().expect("stat").len() as usize;
-        if len == 0 {
-            return 0;
-        }
-        let page = 4096;
-        let mut vec = vec![0u8; len.div_ceil(page)];
-        // SAFETY: a private read-only map of our own open file, read by
-        // nothing but `mincore`, which fills `vec` (one byte a page, as
-        // many as the map has pages) and is unmapped before returning.
-        unsafe {
-            use std::os::fd::AsRawFd;
-            let map = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            );
-            assert_ne!(map, libc::MAP_FAILED, "mmap");
-            assert_eq!(libc::mincore(map, len, vec.as_mut_ptr()), 0, "mincore");
-            libc::munmap(map, len);
-        }
-        vec.iter().filter(|&&b| b & 1 == 1).count()
-    }
-
-    /// The test's directory, or None (and the refusal checked) where its
-    /// file system has no `O_DIRECT`.
-    fn direct_dir() -> Option<tempfile::TempDir> {
-        let dir = tempfile::tempdir().expect("tempdir");
-        match open(&dir.path().join("probe"), true, true, true) {
-            Ok(_) => Some(dir),
-            Err(Error::Unsupported(why)) => {
-                assert!(why.contains("O_DIRECT"), "{why}");
-                eprintln!("skipped: {why}");
-                None
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    /// Bytes that differ from their neighbours: byte `i` of a pattern.
-    fn pattern(len: usize, seed: u8) -> Vec<u8> {
-        (0..len)
-            .map(|i| (i * 31 + usize::from(seed)) as u8)
-            .collect()
-    }
-
-    #[test]
-    fn appends_of_any_size_read_back_exactly_and_stay_out_of_the_page_cache() {
-        // Goal: the padding, the partial block kept across flushes and the
-        // cut at sync leave exactly the bytes appended, read back whole at
-        // any offset; and neither the writes nor the reads enter the OS's
-        // page cache.
-        let Some(dir) = direct_dir() else { return };
-        let fs = OsFs::new();
-        let path = dir.path().join("f");
-        let mut w = fs.create_direct(&path).expect("create");
-        let mut all = Vec::new();
-        for (i, len) in [1usize, 4095, 4096, 7000, 1 << 20, 3, 100_000, (1 << 20) + 5]
-            .into_iter()
-            .enumerate()
-        {
-            let piece = pattern(len, i as u8);
-            w.append(&piece).expect("append");
-            all.extend_from_slice(&piece);
-            if i % 3 == 0 {
-                w.flush().expect("flush");
-            }
-        }
-        assert_eq!(w.len(), all.len() as u64);
-        w.sync().expect("sync");
-        drop(w);
-        assert_eq!(std::fs::read(&path).expect("read"), all, "the file's bytes");
-        // `std::fs::read` filled the page cache: drop it so that what
-        // follows shows whether the direct reads fill it again.
-        drop_cached(&path);
-        assert_eq!(resident_pages(&path), 0, "pages still cached");
-        let r = fs.open_direct(&path).expect("open");
-        assert!(r.bypasses_os_cache());
-        for (offset, len) in [(0, 1), (1, 4096), (4095, 2), (5000, 70_000), (0, all.len())] {
-            assert_eq!(
-                r.read_at(offset as u64, len).expect("read"),
-                all[offset..offset + len],
-                "{len} bytes at {offset}"
-            );
-        }
-        let err = r
-            .read_at(all.len() as u64 - 1, 2)
-            .expect_err("a read past the end");
-        assert!(err.to_string().contains("past the end"), "{err}");
-        assert_eq!(
-            resident_pages(&path),
-            0,
-            "direct reads filled the page cache"
-        );
-    }
-
-    /// Asks the kernel to drop `path`'s clean pages from its cache.
-    fn drop_cached(path: &Path) {
-        let file = File::open(path).expect("open");
-        // SAFETY: a hint on a descriptor we own; no memory is passed.
-        let rc = unsafe {
-            use std::os::fd::AsRawFd;
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
-        };
-        assert_eq!(rc, 0, "posix_fadvise");
-    }
-
-    #[test]
-    fn paged_writes_that_are_not_whole_blocks_keep_their_neighbours() {
-        // Goal: a write of part of a block (a header slot, a compressed
-        // page) reads the block first, so the bytes around it are kept;
-        // whole pages read back as written, by direct and buffered reads.
-        let Some(dir) = direct_dir() else { return };
-        let fs = OsFs::new();
-        let path = dir.path().join("p");
-        let both = DirectIo {
-            reads: true,
-            writes: true,
-        };
-        let f = fs.open_paged_direct(&path, true, both).expect("open");
-        let mut expect = pattern(4 * 8192, 7);
-        f.write_at(0, &expect).expect("pages");
-        for (offset, len) in [
-            (8192usize, 100usize),
-            (100, 5000),
-            (3 * 8192 + 4000, 8192 - 4000),
-        ] {
-            let piece = pattern(len, offset as u8);
-            f.write_at(offset as u64, &piece).expect("part of a block");
-            expect[offset..offset + len].copy_from_slice(&piece);
-        }
-        f.sync().expect("sync");
-        let mut back = vec![0u8; expect.len()];
-        assert_eq!(f.read_at(0, &mut back).expect("read"), expect.len());
-        assert_eq!(back, expect);
-        // At the file's end a read returns the bytes there are.
-        let mut tail = vec![0u8; 8192];
-        assert_eq!(
-            f.read_at(3 * 8192 + 100, &mut tail).expect("read"),
-            8192 - 100
-        );
-        let buffered = fs.open_paged(&path, false).expect("open");
-        let mut back = vec![0u8; expect.len()];
-        assert_eq!(buffered.read_at(0, &mut back).expect("read"), expect.len());
-        assert_eq!(back, expect);
     }
 }

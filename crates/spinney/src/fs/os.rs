@@ -159,10 +159,9 @@ impl Fs for OsFs {
         if direct == DirectIo::default() {
             return self.open_paged(path, create);
         }
-        let file = open_read_write(path, create)?;
+        let buffered = self.open_paged(path, create)?;
         Ok(Arc::new(DirectPagedFile::new(
-            file,
-            path,
+            buffered,
             direct.reads,
             direct.writes,
             &self.stats,
@@ -296,7 +295,7 @@ fn create_file(path: &Path) -> Result<File> {
 /// elsewhere nothing). A file written whole and synced once at its end (an
 /// SST, a B-tree checkpoint) otherwise leaves all its pages to that sync,
 /// which holds the file system's journal while commits wait on it.
-pub(super) fn start_writeback(file: &File, offset: u64, len: u64) {
+fn start_writeback(file: &File, offset: u64, len: u64) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -427,12 +426,7 @@ impl RandomAccessFile for OsRandomAccessFile {
 
 /// Reads `buf.len()` bytes of `file` at `offset`, or fewer at its end:
 /// the bytes read.
-pub(super) fn read_fully_at(
-    file: &File,
-    path: &Path,
-    offset: u64,
-    buf: &mut [u8],
-) -> Result<usize> {
+fn read_fully_at(file: &File, path: &Path, offset: u64, buf: &mut [u8]) -> Result<usize> {
     let mut done = 0;
     while done < buf.len() {
         let Some(rest) = buf.get_mut(done..) else {
