@@ -37,11 +37,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{check_read_within, read_past_end, IoStats, PagedFile, RandomAccessFile, WritableFile};
+use super::{
+    check_read_within, read_past_end, size_for_read, IoStats, PagedFile, RandomAccessFile,
+    WritableFile,
+};
 use crate::error::{Error, Result};
 
 /// The alignment of every direct transfer's offset, length and buffer.
-pub(crate) const ALIGN: usize = 4096;
+const ALIGN: usize = 4096;
 
 /// The aligned buffer an appending file gathers before it writes.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
@@ -217,11 +220,7 @@ impl RandomAccessFile for DirectReadFile {
 
     fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
         check_read_within(&self.path, offset, len, self.len)?;
-        // As the OS reader: the buffer grows to `len` exactly, since a
-        // cached block is charged its length.
-        buf.truncate(len);
-        buf.reserve_exact(len - buf.len());
-        buf.resize(len, 0);
+        size_for_read(buf, len);
         let n = read_aligned(&self.file, &self.path, offset, buf)?;
         if n < len {
             return Err(read_past_end(&self.path, offset, len, offset + n as u64));

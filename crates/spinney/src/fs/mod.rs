@@ -322,6 +322,17 @@ pub(crate) fn check_read_within(path: &Path, offset: u64, len: usize, file_len: 
     }
 }
 
+/// Makes `buf` `len` bytes long for a read that writes every byte of it
+/// or fails: only bytes past its old length are zeroed (a reused block
+/// buffer is not zeroed whole before each read), and it grows to `len`
+/// exactly, not to double its size, since a cached block is charged its
+/// length.
+pub(crate) fn size_for_read(buf: &mut Vec<u8>, len: usize) {
+    buf.truncate(len);
+    buf.reserve_exact(len - buf.len());
+    buf.resize(len, 0);
+}
+
 /// Bytes written between two hints to start their writeback
 /// (`PagedFile::start_writeback`, and the OS writable files' own).
 pub(crate) const WRITEBACK_BYTES: u64 = 8 << 20;

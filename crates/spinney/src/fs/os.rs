@@ -17,8 +17,8 @@ use std::sync::Arc;
 use super::direct::{DirectPagedFile, DirectReadFile, DirectWritableFile};
 use super::read_map::ReadMap;
 use super::{
-    check_read_within, DirectIo, FileLock, Fs, IoStats, LogWrites, PagedFile, RandomAccessFile,
-    WritableFile, WRITEBACK_BYTES,
+    check_read_within, size_for_read, DirectIo, FileLock, Fs, IoStats, LogWrites, PagedFile,
+    RandomAccessFile, WritableFile, WRITEBACK_BYTES,
 };
 use crate::error::{Error, Result};
 
@@ -401,13 +401,7 @@ impl RandomAccessFile for OsRandomAccessFile {
 
     fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
         check_read_within(&self.path, offset, len, self.len)?;
-        // Only bytes past the buffer's old length are zeroed: the read
-        // writes every byte or fails (a reused block buffer is not zeroed
-        // whole before each read). A buffer grows to `len` exactly, not
-        // to double its size: a cached block is charged its length.
-        buf.truncate(len);
-        buf.reserve_exact(len - buf.len());
-        buf.resize(len, 0);
+        size_for_read(buf, len);
         self.file
             .read_exact_at(buf, offset)
             .map_err(|e| Error::io("read", &self.path, e))?;

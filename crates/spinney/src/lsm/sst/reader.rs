@@ -151,20 +151,31 @@ impl Sst {
         Block::new(data, &self.path, handle.offset, compressed)
     }
 
+    /// The cache's key of the data block at `handle`.
+    fn cache_key(&self, handle: BlockHandle) -> (u64, u64) {
+        (self.file_number, handle.offset)
+    }
+
+    /// The data block at `handle` if the cache holds it, counted in
+    /// `counts` as found there.
+    fn cached_block(&self, handle: BlockHandle, counts: &mut ReadContext) -> Option<Arc<Block>> {
+        let block = self.cache.get::<Block>(&self.cache_key(handle))?;
+        counts.blocks_from_cache += 1;
+        Some(block)
+    }
+
     /// A data block for a scan that does not fill the cache, from the
     /// cache or from `ahead`, which reads further ahead while the scan
     /// reads blocks in order (for files read around the OS's page cache,
-    /// which reads ahead for the others). Adds where it came from, and the bytes read, to
-    /// `counts`.
+    /// which reads ahead for the others). Adds where it came from, and the
+    /// bytes read, to `counts`.
     fn data_block_ahead(
         &self,
         handle: BlockHandle,
         ahead: &mut Readahead,
         counts: &mut ReadContext,
     ) -> Result<Arc<Block>> {
-        let cache_key = (self.file_number, handle.offset);
-        if let Some(block) = self.cache.get::<Block>(&cache_key) {
-            counts.blocks_from_cache += 1;
+        if let Some(block) = self.cached_block(handle, counts) {
             return Ok(block);
         }
         let limit = self.footer_offset();
@@ -214,17 +225,18 @@ impl Sst {
         fill: bool,
         counts: &mut ReadContext,
     ) -> Result<Arc<Block>> {
-        let cache_key = (self.file_number, handle.offset);
-        if let Some(block) = self.cache.get::<Block>(&cache_key) {
-            counts.blocks_from_cache += 1;
+        if let Some(block) = self.cached_block(handle, counts) {
             return Ok(block);
         }
         let block = Arc::new(self.read_data_block(handle)?);
         counts.blocks_from_storage += 1;
         counts.bytes_read += handle.size + format::BLOCK_TRAILER_BYTES as u64;
         if fill {
-            self.cache
-                .insert(cache_key, Arc::clone(&block), block.size() as u64);
+            self.cache.insert(
+                self.cache_key(handle),
+                Arc::clone(&block),
+                block.size() as u64,
+            );
         }
         Ok(block)
     }
