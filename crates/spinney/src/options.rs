@@ -636,13 +636,21 @@ pub struct Options {
     /// `write()` was faster (docs/performance.md, "Batches"). A mapped
     /// segment holds its reserved space on disk until it is finished.
     pub log_writes: LogWrites,
-    /// Read LSM tables' SST files through read-only memory maps
-    /// (`Fs::open_mapped`), as LevelDB does on 64-bit machines and RocksDB
-    /// with `allow_mmap_reads`: a block that misses the cache is copied
-    /// from the map instead of read with a `pread` system call. Off by
-    /// default. With it on, an I/O error while reading an SST ends the
+    /// Read through memory maps, as LevelDB does on 64-bit machines,
+    /// RocksDB with `allow_mmap_reads` and LMDB always. Off by default.
+    /// - LSM tables' SST files (`Fs::open_mapped`): a block that misses the
+    ///   cache is copied from the map instead of read with a `pread`
+    ///   system call.
+    /// - B-tree files (`PagedFile::map_for_reads`): a get reads a leaf that
+    ///   is not in the cache from the map and does not cache it (the OS's
+    ///   page cache keeps it, as LMDB's pages), checking its checksum on
+    ///   every read and its structure once per image written. Inner pages,
+    ///   cursors and writers go through the cache as before. The leaves
+    ///   read count in the process's resident set while the OS keeps them.
+    ///
+    /// With it on, an I/O error while reading through a map ends the
     /// process (SIGBUS) instead of returning `Error::Io`
-    /// (docs/durability.md). B-tree files are read with `pread` either way.
+    /// (docs/durability.md).
     pub mmap_reads: bool,
     /// Read SST blocks and B-tree pages around the OS's page cache (Linux
     /// `O_DIRECT`; RocksDB's `use_direct_reads`, WiredTiger's `direct_io`):

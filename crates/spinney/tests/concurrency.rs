@@ -444,3 +444,95 @@ fn btree_cursors_read_one_state_while_leaves_are_copied_split_and_packed() {
     }
     assert!(!c.valid());
 }
+
+#[test]
+fn btree_leaves_read_through_maps_while_overwritten_are_never_stale() {
+    // Goal: a get that reads a leaf through the file's memory map
+    // (`Options::mmap_reads`) reads the leaf as it is, while the writer
+    // changes it in the cache, writes it out on eviction and at
+    // checkpoints, and copies and splits it. Method: a cache of eight 4 KiB
+    // pages over 4,000 keys, so that most leaves are not cached; the
+    // writer overwrites every key round after round (each value names its
+    // key and its round) with a checkpoint every 500 puts, while two
+    // readers get keys at random: each value must be its key's, and a
+    // reader must never see a key's round go back (a stale leaf read from
+    // the file while a newer one waits in the cache would). Leaves must be
+    // read through the map.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        cache_size: 8 * 4096,
+        mmap_reads: true,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(dir.path(), options).expect("open"));
+    let table = small_btree(&db);
+    let keys = 4_000u64;
+    let rounds = 6u64;
+    let key =
+        |i: u64| format!("k{:09}", i.wrapping_mul(2_654_435_761) % 1_000_000_007).into_bytes();
+    let value = |k: &[u8], round: u64| {
+        let mut v = k.to_vec();
+        v.extend_from_slice(format!(":{round:04}:").as_bytes());
+        v.resize(120, b'v');
+        v
+    };
+    let round_of = |k: &[u8], v: &[u8]| -> u64 {
+        assert!(v.starts_with(k), "the value of {k:?} names another key");
+        let at = k.len() + 1;
+        std::str::from_utf8(&v[at..at + 4])
+            .expect("a round")
+            .parse()
+            .expect("a round")
+    };
+    for i in 0..keys {
+        let k = key(i);
+        table.put(&k, &value(&k, 0)).expect("put");
+    }
+    table.checkpoint().expect("checkpoint");
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        for reader in 0..2u64 {
+            let (table, done) = (&table, &done);
+            s.spawn(move || {
+                let mut seen = vec![0u64; keys as usize];
+                let mut n = reader;
+                while !done.load(Ordering::Acquire) {
+                    n = n
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    let i = (n >> 33) % keys;
+                    let k = key(i);
+                    let v = table.get(&k).expect("get").expect("a key written");
+                    let round = round_of(&k, &v);
+                    let last = &mut seen[i as usize];
+                    assert!(
+                        round >= *last,
+                        "reader {reader}: key {i} went back from round {last} to {round}"
+                    );
+                    *last = round;
+                }
+            });
+        }
+        for round in 1..=rounds {
+            for i in 0..keys {
+                let k = key(i);
+                table.put(&k, &value(&k, round)).expect("put");
+                if i % 500 == 499 {
+                    table.checkpoint().expect("checkpoint");
+                }
+            }
+        }
+        done.store(true, Ordering::Release);
+    });
+    for i in 0..keys {
+        let k = key(i);
+        assert_eq!(table.get(&k).expect("get"), Some(value(&k, rounds)));
+    }
+    let stats = db.stats();
+    let b = stats.tables[0].btree.as_ref().expect("btree");
+    assert!(
+        b.pages_mapped > 1_000,
+        "{} leaves read through the map",
+        b.pages_mapped
+    );
+}

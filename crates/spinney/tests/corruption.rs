@@ -770,6 +770,16 @@ type Entry = spinney::Result<(Vec<u8>, Vec<u8>)>;
 /// naming the file); else the number of reads (and `verify`) that failed,
 /// each with Corruption naming the file.
 fn bt_check(built: &Path, damage: impl FnOnce(&mut Vec<u8>), ctx: &str) -> Result<usize, ()> {
+    bt_check_with(built, bt_options(), damage, ctx)
+}
+
+/// `bt_check`, opening with `options`.
+fn bt_check_with(
+    built: &Path,
+    options: Options,
+    damage: impl FnOnce(&mut Vec<u8>),
+    ctx: &str,
+) -> Result<usize, ()> {
     let copy = tempfile::tempdir().expect("tempdir");
     copy_dir(built, copy.path());
     let path = bt_file(copy.path());
@@ -783,7 +793,7 @@ fn bt_check(built: &Path, damage: impl FnOnce(&mut Vec<u8>), ctx: &str) -> Resul
             "{ctx}: {what} failed with an error that is not Corruption naming {name}: {e}"
         );
     };
-    let db = match Db::open(copy.path(), bt_options()) {
+    let db = match Db::open(copy.path(), options) {
         Ok(db) => db,
         Err(e) => {
             named(&e, "open");
@@ -945,6 +955,43 @@ fn byte_flips_anywhere_in_a_btree_file_are_detected_or_harmless() {
         }
     }
     eprintln!("B-tree flips: {refused} refused at open, {detected} detected, {harmless} harmless");
+    assert!(detected > 0, "no flip was detected");
+}
+
+#[test]
+fn damage_read_through_a_b_tree_files_memory_map_is_corruption_or_harmless() {
+    // Goal: `Options::mmap_reads` changes how a B-tree's leaves arrive (a
+    // get reads a leaf no frame holds from the map, without caching it),
+    // not how they are checked: undamaged, everything reads back; a
+    // flipped leaf is Corruption naming the file for the gets that read
+    // it; flips spread over the file are refused, detected or harmless,
+    // never a wrong value.
+    let mapped = || Options {
+        mmap_reads: true,
+        ..bt_options()
+    };
+    let built = bt_build();
+    let bytes = fs::read(bt_file(built.path())).expect("read");
+    let layout = bt_layout(&bytes);
+    assert_eq!(
+        bt_check_with(built.path(), mapped(), |_| {}, "mapped, undamaged"),
+        Ok(0)
+    );
+    let leaf = layout.leaves[layout.leaves.len() / 2];
+    let ctx = format!("mapped, leaf {leaf} flipped");
+    let errors = bt_check_with(built.path(), mapped(), flip_page(leaf), &ctx)
+        .unwrap_or_else(|()| panic!("{ctx}: the open was refused"));
+    assert!(errors >= 4, "{ctx}: only {errors} reads failed");
+    let len = bytes.len() as u64;
+    let offsets = positions(len, POSITIONS_PER_KIND / 4, &mut StdRng::seed_from_u64(12));
+    let mut detected = 0;
+    for offset in offsets {
+        let ctx = format!("mapped, byte {offset} of {len} flipped");
+        let flip = |b: &mut Vec<u8>| b[offset as usize] ^= 0x5a;
+        if let Ok(n) = bt_check_with(built.path(), mapped(), flip, &ctx) {
+            detected += n;
+        }
+    }
     assert!(detected > 0, "no flip was detected");
 }
 

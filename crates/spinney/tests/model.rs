@@ -12,7 +12,8 @@
 //! both tables B-trees, an LSM and a B-tree table written in the same
 //! batches, B-trees in a cache of four pages (dirty pages are written out
 //! and read back all the time), and without background threads; a small
-//! `checkpoint_wal_bytes` makes background checkpoints happen too.
+//! `checkpoint_wal_bytes` makes background checkpoints happen too. One
+//! run reads B-tree leaves through memory maps (`Options::mmap_reads`).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -36,6 +37,8 @@ struct Config {
     background_threads: usize,
     autowork: bool,
     cache_size: u64,
+    /// SSTs and B-tree pages read through memory maps.
+    mmap_reads: bool,
 }
 
 impl Config {
@@ -47,6 +50,7 @@ impl Config {
             background_threads,
             autowork,
             cache_size: 256 << 10,
+            mmap_reads: false,
         }
     }
 
@@ -182,6 +186,7 @@ struct Harness {
     checkpoints: u64,
     evictions_dirty: u64,
     pages_from_storage: u64,
+    pages_mapped: u64,
 }
 
 impl Harness {
@@ -198,6 +203,7 @@ impl Harness {
             checkpoints: 0,
             evictions_dirty: 0,
             pages_from_storage: 0,
+            pages_mapped: 0,
         };
         h.open();
         h
@@ -213,6 +219,7 @@ impl Harness {
             background_threads: self.config.background_threads,
             autowork: self.config.autowork,
             checkpoint_wal_bytes: 256 << 10,
+            mmap_reads: self.config.mmap_reads,
             ..Options::default()
         };
         let db = Db::open(self.dir.path(), options).expect("open");
@@ -245,6 +252,7 @@ impl Harness {
             self.checkpoints += b.checkpoints;
             self.evictions_dirty += b.evictions_dirty;
             self.pages_from_storage += b.pages_from_storage;
+            self.pages_mapped += b.pages_mapped;
         }
     }
 
@@ -454,6 +462,13 @@ fn run(seed: u64, ops: usize, config: Config) {
             assert!(h.evictions_dirty > 0, "no dirty page was evicted");
             assert!(h.pages_from_storage > 0, "no page was read back");
         }
+        // Leaves are read through the map exactly when it is asked for.
+        assert_eq!(
+            h.pages_mapped > 0,
+            config.mmap_reads,
+            "{} leaves read through the map",
+            h.pages_mapped
+        );
     }
     h.check_all();
     let stats = h.db().stats();
@@ -543,6 +558,20 @@ fn model_btree_in_a_cache_of_four_pages_application_driven_work() {
         ..Config::lsm([LEVELED, LEVELED], 0, false)
     };
     run(9, 12_000, config);
+}
+
+#[test]
+fn model_btree_read_through_maps_in_a_cache_of_four_pages() {
+    // Leaves that miss a cache of four pages are read through the file's
+    // memory map and not cached, while two threads write, evict, check
+    // point and reuse pages under the reads.
+    let config = Config {
+        kinds: [BTREE, BTREE],
+        cache_size: 4 * 8192,
+        mmap_reads: true,
+        ..Config::lsm([LEVELED, LEVELED], 2, true)
+    };
+    run(11, 12_000, config);
 }
 
 #[test]

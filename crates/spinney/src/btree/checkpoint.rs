@@ -76,6 +76,7 @@ impl BtreeTable {
         log_start: u64,
         read_only: bool,
         direct: DirectIo,
+        mapped_pages: bool,
     ) -> Result<BtreeTable> {
         let path = dir.join(file_name(id));
         if !fs.exists(&path)? {
@@ -113,14 +114,22 @@ impl BtreeTable {
                 ),
             ));
         }
-        let pf = Arc::new(PageFile::new(
-            file,
-            page_size,
-            options.compression,
-            owner,
-            read_only,
-            page::check_structure,
-        ));
+        // Read through a map only where reads go through the OS's page cache
+        // (`Options::validate` refuses maps with direct reads).
+        let map = (mapped_pages && !direct.reads)
+            .then(|| file.map_for_reads())
+            .flatten();
+        let pf = Arc::new(
+            PageFile::new(
+                file,
+                page_size,
+                options.compression,
+                owner,
+                read_only,
+                page::check_structure,
+            )
+            .with_map(map),
+        );
         pf.durable.set(|| image_pages(&pf, &c));
         let state = TreeState {
             space: Space::open(&pf, &c)?,

@@ -302,32 +302,49 @@ pub(crate) fn encode_page(
     out
 }
 
-/// Checks the framing of a disk page and returns its image.
-pub(crate) fn decode_page(
-    pgno: u64,
-    mut raw: Vec<u8>,
-    image_len: usize,
-) -> std::result::Result<Vec<u8>, String> {
+/// Checks the framing of disk page `pgno` (its length and checksum), and
+/// returns its codec and where its payload ends.
+fn check_frame(pgno: u64, raw: &[u8]) -> std::result::Result<(Option<u8>, usize), String> {
     if raw.len() < DISK_HEADER {
         return Err(format!(
             "short page: {} bytes, past the end of the file",
             raw.len()
         ));
     }
-    let stored_len = u32_at(&raw, 8) as usize;
+    let stored_len = u32_at(raw, 8) as usize;
     let end = DISK_HEADER
         .checked_add(stored_len)
         .filter(|&e| e <= raw.len())
         .ok_or_else(|| format!("payload length {stored_len} runs past the page"))?;
-    let crc = u32_at(&raw, 0);
+    let crc = u32_at(raw, 0);
     let actual = crc32c2(&pgno.to_le_bytes(), raw.get(4..end).unwrap_or(&[]));
     if crc != actual {
         return Err(format!(
             "checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
         ));
     }
+    Ok((raw.get(4).copied(), end))
+}
+
+/// The image of disk page `pgno` where it lies in `raw`, if the page is
+/// stored uncompressed and its framing checks (`check_frame`); None if it
+/// does not check or is compressed (`decode_page` decodes it).
+pub(crate) fn raw_image(pgno: u64, raw: &[u8], image_len: usize) -> Option<&[u8]> {
+    match check_frame(pgno, raw) {
+        Ok((Some(CODEC_NONE), end)) => raw.get(DISK_HEADER..end).filter(|i| i.len() == image_len),
+        _ => None,
+    }
+}
+
+/// Checks the framing of a disk page and returns its image.
+pub(crate) fn decode_page(
+    pgno: u64,
+    mut raw: Vec<u8>,
+    image_len: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    let (codec, end) = check_frame(pgno, &raw)?;
     let payload = raw.get(DISK_HEADER..end).unwrap_or(&[]);
-    let image = match raw.get(4).copied() {
+    let image = match codec {
         Some(CODEC_NONE) => {
             // The image is the payload: moved to the front of the buffer
             // read (no second page allocated for each page read).

@@ -60,6 +60,7 @@
 
 mod checkpoint;
 pub(crate) mod format;
+mod get;
 pub(crate) mod iter;
 pub(crate) mod page;
 #[cfg(test)]
@@ -388,6 +389,7 @@ pub(crate) fn reopen_scratch_table(
         0,
         false,
         crate::fs::DirectIo::default(),
+        false,
     )
     .expect("open")
 }

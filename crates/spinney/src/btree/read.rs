@@ -1,6 +1,6 @@
-//! Reading a B-tree table: the descent with latch coupling, point reads
-//! (`get`, and `get_across_leaves` for a key whose versions run into the
-//! next leaf), overflow values, and the tree's shape.
+//! Reading a B-tree table: the descent with latch coupling (and a leaf
+//! read through the file's map, `descend_or_map`), overflow values, and
+//! the tree's shape. Point reads are in `get.rs`.
 //!
 //! Invariants: below the top of the tree, a descent holds a page's read
 //! latch until it has taken its child's, so it never lands on a page a
@@ -21,7 +21,6 @@
 //! `quick_shape`, briefly).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::page::{self, Value};
 use crossbeam_epoch::Guard;
@@ -30,7 +29,7 @@ use super::store::{read_run, Frame, ReadGuard};
 use super::BtreeTable;
 use crate::counter::GatePass;
 use crate::error::Result;
-use crate::mvcc::key::{self, KeyRef, Kind, ParsedKey, SEQNO_MAX};
+use crate::mvcc::key::{KeyRef, ParsedKey, SEQNO_MAX};
 use crate::read_context::{self, ReadContext};
 
 /// Where a cursor's window came from: its leaf's page, the version of the
@@ -106,6 +105,24 @@ pub(crate) struct Leaf<'g> {
     /// Keeps the pages of the tree this descent went through (and the
     /// overflow runs they name) from being reused while the leaf is read.
     _descent: GatePass<'g>,
+}
+
+/// Where `descend_or_map` ended.
+pub(crate) enum Reached<'g> {
+    /// A leaf, latched.
+    Leaf(Leaf<'g>),
+    /// A leaf (its page number) read through the map into the caller's
+    /// buffer; the pass keeps the pages it names (overflow runs) from reuse
+    /// while it is read.
+    Mapped(GatePass<'g>, u64),
+}
+
+/// A get's request to read its leaf through the map (`descend_or_map`):
+/// the buffer for the leaf's image, and what to run while the leaf is as
+/// read (the get reads the seqno it reads at there).
+pub(crate) struct MapRead<'a> {
+    pub buf: &'a mut Vec<u8>,
+    pub between: &'a mut dyn FnMut(),
 }
 
 /// A branch page as a descent read it: its page, the version of its frame
@@ -301,10 +318,29 @@ impl BtreeTable {
     pub(crate) fn descend<'g>(
         &'g self,
         target: Target<'_>,
-        mut bounds: Option<&mut Bounds>,
+        bounds: Option<&mut Bounds>,
         ctx: &mut ReadContext,
         epoch: &'g Guard,
     ) -> Result<Option<Leaf<'g>>> {
+        match self.descend_or_map(target, bounds, ctx, epoch, None)? {
+            Some(Reached::Leaf(leaf)) => Ok(Some(leaf)),
+            // Only asked for with a map read.
+            Some(Reached::Mapped(..)) | None => Ok(None),
+        }
+    }
+
+    /// `descend`, which with `mapped` reads a leaf that no frame holds
+    /// through the file's memory map into `mapped`'s buffer instead of
+    /// caching it (`PageStore::read_leaf_mapped`, which runs `mapped`'s
+    /// function while the leaf is as read): `Reached::Mapped` then.
+    pub(crate) fn descend_or_map<'g>(
+        &'g self,
+        target: Target<'_>,
+        mut bounds: Option<&mut Bounds>,
+        ctx: &mut ReadContext,
+        epoch: &'g Guard,
+        mut mapped: Option<MapRead<'_>>,
+    ) -> Result<Option<Reached<'g>>> {
         let descent = self.store.descents.enter();
         // The top of the tree read from this thread's copies, and the first
         // page below them latched, while the root stayed where it was read
@@ -349,9 +385,26 @@ impl BtreeTable {
                 // A page a copy named may have been freed since: only a
                 // cached one is latched (a freed page's frame is gone, and
                 // its place in the file holds no page to read).
+                let still = |&(f, v): &(Option<&Frame>, u64)| f.is_none_or(|f| f.version() == v);
                 match self.store.latch_if_cached(pgno, epoch, ctx) {
                     Some((frame, guard)) => (frame, guard, true),
                     None => {
+                        // A leaf under the copies, read through the map:
+                        // kept if the pages copied above it did not change
+                        // meanwhile (else it may have been freed).
+                        if depth == root.height {
+                            if let Some(m) = mapped.as_mut() {
+                                if self
+                                    .store
+                                    .read_leaf_mapped(pgno, m.buf, ctx, &mut *m.between)
+                                    && self.root.unchanged(seq)
+                                    && copied.iter().all(still)
+                                {
+                                    self.count_found(copies);
+                                    return Ok(Some(Reached::Mapped(descent, pgno)));
+                                }
+                            }
+                        }
                         from_copies = false;
                         continue;
                     }
@@ -393,6 +446,22 @@ impl BtreeTable {
                 pos,
                 n,
             });
+            // A leaf no frame holds, read through the map under its
+            // parent's latch.
+            if depth + 1 == height {
+                if let Some(m) = mapped.as_mut() {
+                    if self
+                        .store
+                        .read_leaf_mapped(child, m.buf, ctx, &mut *m.between)
+                    {
+                        drop(guard);
+                        if found_here > 0 {
+                            self.count_found(found_here);
+                        }
+                        return Ok(Some(Reached::Mapped(descent, child)));
+                    }
+                }
+            }
             // The child's latch is taken before the parent's is let go.
             let (child_frame, child_guard, found) = self.store.latch_for_read(child, epoch, ctx)?;
             found_here += u64::from(found);
@@ -402,7 +471,7 @@ impl BtreeTable {
         if found_here > 0 {
             self.count_found(found_here);
         }
-        Ok(Some(leaf))
+        Ok(Some(Reached::Leaf(leaf)))
     }
 
     /// Counts pages a read found through the frame table (the cache's own
@@ -512,7 +581,7 @@ impl BtreeTable {
     }
 
     /// `read_value`, appended to `out`.
-    fn read_value_into(
+    pub(super) fn read_value_into(
         &self,
         v: Value<'_>,
         ctx: &mut ReadContext,
@@ -523,72 +592,6 @@ impl BtreeTable {
             overflow => out.extend_from_slice(&self.read_value(overflow, ctx)?),
         }
         Ok(())
-    }
-
-    /// The value of `user_key` as of `snapshot`, or as of now when None,
-    /// appended to `value` when found. When the key's versions run into
-    /// the next leaf, `Lookup::Continue` says so: the caller registers a
-    /// snapshot and reads on with `get_across_leaves`.
-    pub(crate) fn get(
-        &self,
-        user_key: &[u8],
-        snapshot: Option<u64>,
-        visible: &AtomicU64,
-        value: &mut Vec<u8>,
-    ) -> Result<Lookup> {
-        let mut ctx = ReadContext {
-            gets: 1,
-            trees_searched: 1,
-            ..ReadContext::default()
-        };
-        let result = self.get_counted(user_key, snapshot, visible, &mut ctx, value);
-        read_context::add(&ctx);
-        result
-    }
-
-    fn get_counted(
-        &self,
-        user_key: &[u8],
-        snapshot: Option<u64>,
-        visible: &AtomicU64,
-        ctx: &mut ReadContext,
-        value: &mut Vec<u8>,
-    ) -> Result<Lookup> {
-        let newest = KeyRef::seek(user_key, SEQNO_MAX);
-        let epoch = crossbeam_epoch::pin();
-        let Some(leaf) = self.descend(Target::AtOrAfter(newest), None, ctx, &epoch)? else {
-            return Ok(Lookup::Absent);
-        };
-        // Without a snapshot the seqno is read under the leaf's latch: the
-        // writer prunes only under it, and keeps the newest version at or
-        // below the visible seqno of that moment.
-        let seqno = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
-        let p = &leaf.guard.image;
-        let pos = page::lower_bound(p, KeyRef::seek(user_key, seqno), &mut ctx.keys_compared);
-        if pos < page::count(p) {
-            let k = page::ikey(p, pos);
-            return match ParsedKey::parse(k) {
-                Some(pk) if pk.user_key == user_key => match pk.kind {
-                    Kind::Put => {
-                        self.read_value_into(page::value(p, pos), ctx, value)?;
-                        Ok(Lookup::Value)
-                    }
-                    // (`parse` gives no range delete.)
-                    Kind::Delete | Kind::RangeDelete => Ok(Lookup::Absent),
-                },
-                Some(_) => Ok(Lookup::Absent),
-                None => Err(self.store.file.corrupt(leaf.frame.pgno, "bad key trailer")),
-            };
-        }
-        // Past the leaf's last key. The descent went to the leaf that holds
-        // the key's newest versions, so if the last key is another (smaller)
-        // key, this key is absent; if it is this key, its older versions may
-        // go on in the next leaf, and an iterator reads on.
-        let n = page::count(p);
-        match (n > 0).then(|| key::user_key(page::ikey(p, n - 1))) {
-            Some(last) if last != user_key => Ok(Lookup::Absent),
-            _ => Ok(Lookup::Continue(seqno)),
-        }
     }
 
     /// The seqno of the newest version of `user_key` (a put or a delete),

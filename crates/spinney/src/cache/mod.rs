@@ -302,6 +302,12 @@ impl Cache {
         found
     }
 
+    /// Whether an entry is cached under `key`, counted neither as a hit nor
+    /// as a miss.
+    pub(crate) fn contains(&self, key: &CacheKey) -> bool {
+        self.shard(key).lock().map.contains_key(key)
+    }
+
     /// Counts `n` hits made without the map (entries found another way).
     pub(crate) fn count_hits(&self, n: u64) {
         self.hits_elsewhere.add(n);

@@ -367,6 +367,7 @@ fn new_btree(db: &DbInner, id: u32, name: String, options: TableOptions) -> Resu
         0,
         false,
         db.options.direct_io(),
+        db.options.mmap_reads,
     )?;
     // The log a new table needs starts now.
     let wal_bytes = db.counters.wal_bytes.load(Ordering::Relaxed);
@@ -408,6 +409,8 @@ pub(super) struct Opening<'a> {
     /// Which transfers go around the OS's page cache
     /// (`Options::direct_reads`, `direct_writes`).
     pub(super) direct: DirectIo,
+    /// B-tree pages read through memory maps (`Options::mmap_reads`).
+    pub(super) mapped_pages: bool,
 }
 
 impl Opening<'_> {
@@ -460,6 +463,7 @@ impl TableState {
             at.log_start,
             at.read_only,
             at.direct,
+            at.mapped_pages,
         )
     }
 }

@@ -460,6 +460,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         read_only: options.read_only,
         sst_reads: SstReads::of(&options),
         direct: options.direct_io(),
+        mapped_pages: options.mmap_reads,
     };
     let mut catalog: BTreeMap<String, Core> = BTreeMap::new();
     for t in state.tables.values() {

@@ -164,6 +164,9 @@ pub struct BtreeStats {
     pub pages_from_cache: u64,
     /// Pages read from the file.
     pub pages_from_storage: u64,
+    /// Of those, leaves read through the file's memory map and not cached
+    /// (`Options::mmap_reads`).
+    pub pages_mapped: u64,
     /// Pages written (by eviction, checkpoint, and overflow values).
     pub pages_written: u64,
     /// Bytes of those writes.
@@ -463,6 +466,7 @@ pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
             page_size: t.store.file.page_size as u64,
             pages_from_cache: c.from_cache.get(),
             pages_from_storage: get(&c.from_storage),
+            pages_mapped: get(&c.from_map),
             pages_written: get(&c.written),
             page_bytes_written: get(&c.bytes_written),
             evictions_clean: get(&c.evictions_clean),
@@ -640,8 +644,12 @@ impl fmt::Display for Stats {
                 )?;
                 writeln!(
                     f,
-                    "  pages read: {} from cache, {} from storage; written: {} ({} bytes)",
-                    b.pages_from_cache, b.pages_from_storage, b.pages_written, b.page_bytes_written
+                    "  pages read: {} from cache, {} from storage ({} through the map); written: {} ({} bytes)",
+                    b.pages_from_cache,
+                    b.pages_from_storage,
+                    b.pages_mapped,
+                    b.pages_written,
+                    b.page_bytes_written
                 )?;
                 writeln!(
                     f,

@@ -27,6 +27,7 @@ mod mapped;
 mod os;
 mod read_map;
 pub use os::OsFs;
+pub use read_map::PageMap;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod mem;
@@ -376,6 +377,13 @@ pub trait PagedFile: Send + Sync {
     fn set_len(&self, len: u64) -> Result<()>;
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
+    /// A memory map of the file for reads (`Options::mmap_reads`), where
+    /// the file system can map it; None otherwise, and the file is read
+    /// with `read_at`. The caller tells the map how long the file is
+    /// (`PageMap::grew_to`, `cut_to`).
+    fn map_for_reads(&self) -> Option<PageMap> {
+        None
+    }
 }
 
 /// Holds a lock taken with `Fs::lock` until dropped.

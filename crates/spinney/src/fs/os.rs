@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::direct::{DirectPagedFile, DirectReadFile, DirectWritableFile};
-use super::read_map::ReadMap;
+use super::read_map::{PageMap, ReadMap};
 use super::{
     check_read_within, size_for_read, DirectIo, FileLock, Fs, IoStats, LogWrites, PagedFile,
     RandomAccessFile, WritableFile, WRITEBACK_BYTES,
@@ -473,6 +473,11 @@ impl PagedFile for OsPagedFile {
         self.file
             .set_len(len)
             .map_err(|e| Error::io("truncate", &self.path, e))
+    }
+
+    fn map_for_reads(&self) -> Option<PageMap> {
+        let len = self.file.metadata().ok()?.len();
+        PageMap::new(&self.file, len, &self.stats)
     }
 
     fn path(&self) -> &Path {

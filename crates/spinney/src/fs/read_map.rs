@@ -111,6 +111,179 @@ impl RandomAccessFile for ReadMap {
     }
 }
 
+/// A file that is written while it is read (a B-tree file), read through
+/// shared read-only memory maps (`PagedFile::map_for_reads`,
+/// `Options::mmap_reads`): a read copies bytes out of the map, where
+/// `pread` makes a system call. The file's own writes (`write_at`) land
+/// in the page cache the map shows, so the map sees them as soon as they
+/// return; a reader that may race a write of the bytes it copies must
+/// check its copy (the B-tree checks each page's checksum, and the page's
+/// write count before and after).
+///
+/// The map reaches as far as the file is known to be long (`grew_to`,
+/// `cut_to`): a read past that is refused (`copy_at` returns false) and
+/// the caller reads with `pread`, which reports a short file as an error
+/// rather than raising SIGBUS. A file that grows past the mapped range is
+/// mapped again, twice as far ahead; the older maps stay until the file
+/// is closed, as readers may still copy from them. The same caveats as
+/// `ReadMap`'s: an I/O error under the map, or a file cut by another
+/// program, raises SIGBUS.
+///
+/// Thread-safety: `copy_at` from any number of threads; the known length
+/// and the current map are atomics, and a new map is made under a mutex.
+pub struct PageMap {
+    fd: std::os::fd::OwnedFd,
+    /// The newest map: one of `maps`, alive as long as `self`.
+    current: std::sync::atomic::AtomicPtr<Region>,
+    #[expect(
+        clippy::vec_box,
+        reason = "`current` points at a region: boxed, it stays put as the list grows"
+    )]
+    maps: parking_lot::Mutex<Vec<Box<Region>>>,
+    /// How long the file is known to be: no byte at or past it is read
+    /// through a map.
+    len: std::sync::atomic::AtomicU64,
+    stats: Arc<IoStats>,
+}
+
+/// One mapping of the file's first `len` bytes (which may run past its
+/// end: those pages are never touched).
+struct Region {
+    at: *const u8,
+    len: usize,
+}
+
+// SAFETY: a region is a read-only shared mapping made once and unmapped
+// only when its `PageMap` drops; reading it from any thread is reading
+// memory the kernel keeps mapped (what a racing write does to the bytes
+// read is the caller's to check, see `PageMap`).
+unsafe impl Send for Region {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Region {}
+
+/// The least a map reaches: small files are mapped this far ahead, so that
+/// a growing file is not mapped again and again.
+const MAP_AHEAD_MIN: u64 = 64 << 20;
+
+impl PageMap {
+    /// Maps `file`, now `len` bytes long. None if the file system cannot
+    /// map it.
+    pub(super) fn new(file: &File, len: u64, stats: &Arc<IoStats>) -> Option<PageMap> {
+        let fd = file.try_clone().ok()?.into();
+        let map = PageMap {
+            fd,
+            current: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+            maps: parking_lot::Mutex::new(Vec::new()),
+            len: std::sync::atomic::AtomicU64::new(len),
+            stats: Arc::clone(stats),
+        };
+        map.map_to(len)?;
+        Some(map)
+    }
+
+    /// Maps the file at least `needed` bytes far (and twice as far ahead),
+    /// unless the current map reaches that far already; false if it cannot.
+    fn map_to(&self, needed: u64) -> Option<()> {
+        use std::sync::atomic::Ordering;
+        let mut maps = self.maps.lock();
+        if maps.last().is_some_and(|r| r.len as u64 >= needed) {
+            return Some(());
+        }
+        let bytes = usize::try_from(needed.max(MAP_AHEAD_MIN).checked_mul(2)?).ok()?;
+        // SAFETY: a new shared read-only mapping of our own open file; the
+        // kernel picks an address no other mapping uses. Pages past the
+        // file's end are never touched (`copy_at` reads below `len` only).
+        let at = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                bytes,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&self.fd),
+                0,
+            )
+        };
+        if at == libc::MAP_FAILED {
+            return None;
+        }
+        // Pages are read one at a time at random places: no read-ahead
+        // around each fault (LMDB's MDB_NORDAHEAD does the same).
+        // SAFETY: advice on the mapping just made, of `bytes` bytes.
+        unsafe { libc::madvise(at, bytes, libc::MADV_RANDOM) };
+        let mut region = Box::new(Region {
+            at: at.cast_const().cast(),
+            len: bytes,
+        });
+        self.current.store(&mut *region, Ordering::Release);
+        maps.push(region);
+        Some(())
+    }
+
+    /// Records that the file is now at least `len` bytes long (a write that
+    /// returned).
+    pub fn grew_to(&self, len: u64) {
+        self.len.fetch_max(len, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Records that the file is about to be cut to `len` bytes: from now on
+    /// no read through the map goes past it.
+    pub fn cut_to(&self, len: u64) {
+        self.len.fetch_min(len, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// The `len` bytes at `offset`, in the map; None if they are not all
+    /// below the file's known length (or the file cannot be mapped that
+    /// far), and the caller reads them with `pread`. The bytes are the
+    /// page cache's: a write of this process's to them changes them while
+    /// the caller reads, so what it reads it must check (see `PageMap`).
+    pub fn bytes(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        use std::sync::atomic::Ordering;
+        let end = offset.checked_add(len as u64)?;
+        if end > self.len.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut region = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` always points at a region in `maps`, which
+        // lives (boxed, never moved or dropped) until `self` drops.
+        if unsafe { (*region).len as u64 } < end {
+            self.map_to(end)?;
+            region = self.current.load(Ordering::Acquire);
+        }
+        // SAFETY: as above; the reference lives no longer than `self`.
+        let region = unsafe { &*region };
+        if (region.len as u64) < end {
+            return None;
+        }
+        self.stats.record_read(len);
+        // SAFETY: `[offset, end)` lies inside the region's mapping (checked
+        // just above) and below the file's end (checked first), so every
+        // page touched is mapped and backed by the file, for as long as
+        // `self` lives. The memory may be changed by a concurrent write of
+        // this process's (the kernel's copy into the page cache): readers
+        // read it byte by byte (a checksum, a copy) and then check that no
+        // write raced them before they use what they read.
+        Some(unsafe { std::slice::from_raw_parts(region.at.add(offset as usize), len) })
+    }
+}
+
+impl Drop for PageMap {
+    fn drop(&mut self) {
+        for region in self.maps.get_mut().drain(..) {
+            // SAFETY: each region was returned by `mmap` for `len` bytes
+            // and is unmapped once, here, when no reader can hold it.
+            unsafe { libc::munmap(region.at.cast_mut().cast(), region.len) };
+        }
+    }
+}
+
+impl std::fmt::Debug for PageMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageMap")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;

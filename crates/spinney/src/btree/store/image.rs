@@ -153,7 +153,7 @@ impl PageStore {
             return Ok(false);
         };
         let len = st.page_count * self.file.page_size as u64;
-        if let Err(e) = self.file.file.set_len(len) {
+        if let Err(e) = self.file.cut(len) {
             st.untrim(tail);
             return Err(e);
         }

@@ -237,6 +237,39 @@ impl PageStore {
         Ok(frame)
     }
 
+    /// Leaf `pgno` read through the file's memory map into `buf`, not
+    /// cached, for a get that found no frame of it in the frame table and
+    /// holds what keeps the tree's shape above it (its parent's read latch,
+    /// or copies of the pages above it whose versions the caller checks
+    /// after this returns). True if `buf` holds the page's current image,
+    /// false if the caller reads it the usual way.
+    ///
+    /// Why the image read is current: no frame of the page is in the cache
+    /// before the copy or after it, so every change made to the page was
+    /// written to the file first (a frame leaves the cache only clean, and
+    /// a freed page's frame only as the tree's shape above it changes,
+    /// which the caller rules out); and no write of the page ran during
+    /// the copy (`PageFile::read_mapped`). So the page was what was copied
+    /// from the first look to the last, and `between` runs in that time.
+    pub(crate) fn read_leaf_mapped(
+        &self,
+        pgno: u64,
+        buf: &mut Vec<u8>,
+        ctx: &mut ReadContext,
+        between: impl FnOnce(),
+    ) -> bool {
+        let key = (self.file.owner, pgno);
+        if !self.file.is_mapped() || self.may_be_cached(pgno) || self.cache.contains(&key) {
+            return false;
+        }
+        if !self.file.read_mapped(pgno, buf, between) || self.cache.contains(&key) {
+            return false;
+        }
+        ctx.blocks_from_storage += 1;
+        ctx.bytes_read += self.file.page_size as u64;
+        true
+    }
+
     /// Caches a new page, dirty, replacing any stale frame of its number.
     /// If its page may not be written yet (`Space::held`), the
     /// writer's state keeps a handle to the frame, so that the cache

@@ -33,7 +33,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -44,7 +44,7 @@ use crate::btree::format;
 use crate::cache::{Cache, Entry, State};
 use crate::counter::Striped;
 use crate::error::{Error, Result};
-use crate::fs::PagedFile;
+use crate::fs::{PageMap, PagedFile};
 use crate::options::Compression;
 
 /// A page's read latch.
@@ -70,6 +70,8 @@ pub(crate) struct PageCounters {
     /// Counted at every level of every descent: striped.
     pub from_cache: Striped,
     pub from_storage: AtomicU64,
+    /// Of `from_storage`, leaves read through the map (`read_mapped`).
+    pub from_map: AtomicU64,
     pub written: AtomicU64,
     pub bytes_written: AtomicU64,
     pub evictions_clean: AtomicU64,
@@ -104,7 +106,36 @@ pub(crate) struct PageFile {
     pub durable: DurableGuard,
     /// Checks each image read (`PageCheck`).
     check: PageCheck,
+    /// The file's pages read through a memory map (`Options::mmap_reads`):
+    /// a get reads a leaf that is not cached from it without caching it
+    /// (`read_mapped`).
+    map: Option<PageMap>,
+    /// How many times each page was written, striped by page number (a
+    /// write counts one as it starts, one as it ends): a read through the
+    /// map that saw the same even count before and after its copy raced
+    /// no write of its page. Empty without a map.
+    writes: Box<[AtomicU32]>,
+    /// Pages read through the map whose structure was checked, each as
+    /// `checked_tag` of its number and its stripe's write count then,
+    /// hashed by page number (a page that takes another's place is checked
+    /// again).
+    checked: Box<[AtomicU64]>,
 }
+
+/// What `PageFile::checked` holds for page `pgno` checked at write count
+/// `count`: the number in the high 40 bits, the count's low 24 in the rest
+/// (a count that came round to the same 24 bits names an image this
+/// process wrote, whose checksum the read checked).
+fn checked_tag(pgno: u64, count: u32) -> u64 {
+    (pgno << 24) | u64::from(count & 0x00ff_ffff) | (1 << 63)
+}
+
+/// The slots of `PageFile::checked`.
+const CHECKED_SLOTS: usize = 1 << 16;
+
+/// The stripes of `PageFile::writes`: a read races a write of another page
+/// of its stripe only as often as it would race one of its own page.
+const WRITE_STRIPES: usize = 4096;
 
 /// A read of a page from the file into the cache, registered for its
 /// duration: the frame tells the cache it is busy meanwhile (it may not leave),
@@ -434,7 +465,32 @@ impl PageFile {
             read_only,
             durable: DurableGuard::default(),
             check,
+            map: None,
+            writes: Box::default(),
+            checked: Box::default(),
         }
+    }
+
+    /// This file read through `map` from now on, where `read_mapped` can.
+    pub(crate) fn with_map(mut self, map: Option<PageMap>) -> PageFile {
+        if map.is_some() {
+            self.writes = (0..WRITE_STRIPES).map(|_| AtomicU32::new(0)).collect();
+            self.checked = (0..CHECKED_SLOTS).map(|_| AtomicU64::new(0)).collect();
+        }
+        self.map = map;
+        self
+    }
+
+    /// Whether the file is read through a memory map.
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
+    fn write_count(&self, pgno: u64) -> &AtomicU32 {
+        let stripes = self.writes.len() as u64;
+        // In bounds: the remainder of a division by the slice's length.
+        #[expect(clippy::indexing_slicing, reason = "a remainder of the length")]
+        &self.writes[(pgno % stripes) as usize]
     }
 
     /// Records why the table takes no more writes or checkpoints (the
@@ -465,7 +521,21 @@ impl PageFile {
             )));
         }
         let out = format::encode_page(pgno, image, self.compression, self.page_size);
-        self.file.write_at(self.offset(pgno), &out)?;
+        // Counted for readers of the map (`read_mapped`): one as the write
+        // starts, one as it ends.
+        let count = self.map.as_ref().map(|_| self.write_count(pgno));
+        if let Some(count) = count {
+            count.fetch_add(1, Ordering::AcqRel);
+            fence(Ordering::Release);
+        }
+        let written = self.file.write_at(self.offset(pgno), &out);
+        if let Some(count) = count {
+            count.fetch_add(1, Ordering::Release);
+        }
+        written?;
+        if let Some(map) = &self.map {
+            map.grew_to(self.offset(pgno) + out.len() as u64);
+        }
         self.durable.check(self.file.path(), pgno);
         self.counters.written.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -484,6 +554,73 @@ impl PageFile {
             .map_err(|detail| self.corrupt(pgno, detail))?;
         (self.check)(&image).map_err(|detail| self.corrupt(pgno, detail))?;
         Ok(image)
+    }
+
+    /// Page `pgno` read through the memory map into `buf` (its image, as
+    /// `read_page` returns it) for a reader that found it in no frame
+    /// (`PageStore::read_leaf_mapped` says why that is its current
+    /// content), if the map reaches it, it is stored uncompressed, no write
+    /// of it raced the read (`writes`), and it checks: its checksum (read
+    /// in the map, before the one copy of its image), its structure, and a
+    /// leaf's kind. False otherwise, and the caller reads the page the
+    /// usual way (which reports a damaged page as `Corruption`). `between`
+    /// runs after the copy and before the check that no write raced it:
+    /// what it reads, it reads while the page was as copied.
+    ///
+    /// The structure is checked once per image written (`checked`): the
+    /// checksum, checked on every read, says the bytes are those written,
+    /// and the structure of those was checked on a read before.
+    pub(crate) fn read_mapped(&self, pgno: u64, buf: &mut Vec<u8>, between: impl FnOnce()) -> bool {
+        let Some(map) = &self.map else {
+            return false;
+        };
+        let count = self.write_count(pgno);
+        let before = count.load(Ordering::Acquire);
+        if before % 2 == 1 {
+            return false;
+        }
+        let Some(raw) = map.bytes(self.offset(pgno), self.page_size) else {
+            return false;
+        };
+        let Some(image) = format::raw_image(pgno, raw, self.image_len()) else {
+            return false;
+        };
+        buf.clear();
+        buf.extend_from_slice(image);
+        // The reads of the map are ordered before the second look at the
+        // count.
+        fence(Ordering::Acquire);
+        between();
+        if count.load(Ordering::Acquire) != before || format::kind(buf) != format::KIND_LEAF {
+            return false;
+        }
+        let tag = checked_tag(pgno, before);
+        let checked = self.checked_slot(pgno);
+        if checked.load(Ordering::Relaxed) != tag {
+            if (self.check)(buf).is_err() {
+                return false;
+            }
+            checked.store(tag, Ordering::Relaxed);
+        }
+        self.counters.from_storage.fetch_add(1, Ordering::Relaxed);
+        self.counters.from_map.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn checked_slot(&self, pgno: u64) -> &AtomicU64 {
+        let slots = self.checked.len() as u64;
+        // In bounds: the remainder of a division by the slice's length.
+        #[expect(clippy::indexing_slicing, reason = "a remainder of the length")]
+        &self.checked[(pgno % slots) as usize]
+    }
+
+    /// Cuts the file to `len` bytes, first telling its map (if any) to read
+    /// no byte past it.
+    pub(crate) fn cut(&self, len: u64) -> Result<()> {
+        if let Some(map) = &self.map {
+            map.cut_to(len);
+        }
+        self.file.set_len(len)
     }
 
     pub(crate) fn corrupt(&self, pgno: u64, detail: impl Into<String>) -> Error {
