@@ -8,8 +8,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crossbeam_epoch::Guard;
-
 use super::page;
 use super::read::{Lookup, MapRead, Reached, Target};
 use super::BtreeTable;
@@ -45,6 +43,13 @@ impl BtreeTable {
         result
     }
 
+    /// `get`'s descent and answer. On a file read through a memory map, a
+    /// leaf no frame holds is read from the map into this thread's buffer
+    /// and searched there, not cached (LMDB's reads: the OS's page cache
+    /// is where it stays); its seqno is read while the leaf is as copied,
+    /// as the latched path reads it under the leaf's latch (the writer
+    /// prunes only under it, and keeps the newest version at or below the
+    /// visible seqno of that moment).
     fn get_counted(
         &self,
         user_key: &[u8],
@@ -55,70 +60,35 @@ impl BtreeTable {
     ) -> Result<Lookup> {
         let newest = KeyRef::seek(user_key, SEQNO_MAX);
         let epoch = crossbeam_epoch::pin();
-        if self.store.file.is_mapped() {
-            return self.get_mapped(user_key, snapshot, visible, ctx, value, &epoch);
-        }
-        let Some(leaf) = self.descend(Target::AtOrAfter(newest), None, ctx, &epoch)? else {
-            return Ok(Lookup::Absent);
+        let mapped = self.store.file.is_mapped();
+        let mut buf = if mapped {
+            MAPPED_LEAF
+                .try_with(|b| std::mem::take(&mut *b.borrow_mut()))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
         };
-        // Without a snapshot the seqno is read under the leaf's latch: the
-        // writer prunes only under it, and keeps the newest version at or
-        // below the visible seqno of that moment.
-        let seqno = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
-        self.look_up(
-            &leaf.guard.image,
-            leaf.frame.pgno,
-            user_key,
-            seqno,
-            ctx,
-            value,
-        )
-    }
-
-    /// `get_counted` on a file read through a memory map: a leaf no frame
-    /// holds is read from the map into this thread's buffer and searched
-    /// there, not cached (LMDB's reads: the OS's page cache is where it
-    /// stays). Its seqno is read while the leaf is as copied, as the
-    /// latched path reads it under the latch.
-    fn get_mapped(
-        &self,
-        user_key: &[u8],
-        snapshot: Option<u64>,
-        visible: &AtomicU64,
-        ctx: &mut ReadContext,
-        value: &mut Vec<u8>,
-        epoch: &Guard,
-    ) -> Result<Lookup> {
-        let newest = KeyRef::seek(user_key, SEQNO_MAX);
-        let mut buf = MAPPED_LEAF
-            .try_with(|b| std::mem::take(&mut *b.borrow_mut()))
-            .unwrap_or_default();
+        let seqno_now = || snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
         let mut seqno = 0;
-        let mut read_seqno = || seqno = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
-        let map = MapRead {
+        let mut read_seqno = || seqno = seqno_now();
+        let map = mapped.then_some(MapRead {
             buf: &mut buf,
             between: &mut read_seqno,
+        });
+        let result = match self.descend_or_map(Target::AtOrAfter(newest), None, ctx, &epoch, map) {
+            Ok(None) => Ok(Lookup::Absent),
+            Ok(Some(Reached::Leaf(leaf))) => {
+                let (p, pgno) = (&leaf.guard.image, leaf.frame.pgno);
+                self.look_up(p, pgno, user_key, seqno_now(), ctx, value)
+            }
+            Ok(Some(Reached::Mapped(_descent, pgno))) => {
+                self.look_up(&buf, pgno, user_key, seqno, ctx, value)
+            }
+            Err(e) => Err(e),
         };
-        let result =
-            match self.descend_or_map(Target::AtOrAfter(newest), None, ctx, epoch, Some(map)) {
-                Ok(None) => Ok(Lookup::Absent),
-                Ok(Some(Reached::Leaf(leaf))) => {
-                    let seqno = snapshot.unwrap_or_else(|| visible.load(Ordering::Acquire));
-                    self.look_up(
-                        &leaf.guard.image,
-                        leaf.frame.pgno,
-                        user_key,
-                        seqno,
-                        ctx,
-                        value,
-                    )
-                }
-                Ok(Some(Reached::Mapped(_descent, pgno))) => {
-                    self.look_up(&buf, pgno, user_key, seqno, ctx, value)
-                }
-                Err(e) => Err(e),
-            };
-        let _ = MAPPED_LEAF.try_with(|b| *b.borrow_mut() = buf);
+        if mapped {
+            let _ = MAPPED_LEAF.try_with(|b| *b.borrow_mut() = buf);
+        }
         result
     }
 
