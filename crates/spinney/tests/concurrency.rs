@@ -456,8 +456,9 @@ fn btree_leaves_read_through_maps_while_overwritten_are_never_stale() {
     // key and its round) with a checkpoint every 500 puts, while two
     // readers get keys at random: each value must be its key's, and a
     // reader must never see a key's round go back (a stale leaf read from
-    // the file while a newer one waits in the cache would). Leaves must be
-    // read through the map.
+    // the file while a newer one waits in the cache would); now and then a
+    // reader scans a few entries from its key, each a key's own value, in
+    // order, from the key itself. Leaves must be read through the map.
     let dir = tempfile::tempdir().expect("tempdir");
     let options = Options {
         cache_size: 8 * 4096,
@@ -510,6 +511,26 @@ fn btree_leaves_read_through_maps_while_overwritten_are_never_stale() {
                         "reader {reader}: key {i} went back from round {last} to {round}"
                     );
                     *last = round;
+                    // Now and then a short scan from the key: cursors read
+                    // leaves through the map too.
+                    if n % 16 == 0 {
+                        let mut scanned = 0;
+                        let mut previous = k.clone();
+                        for entry in table.range(k.clone()..).expect("range").take(12) {
+                            let (sk, sv) = entry.expect("scan");
+                            round_of(&sk, &sv);
+                            assert!(
+                                scanned == 0 || sk > previous,
+                                "reader {reader}: out of order"
+                            );
+                            assert!(
+                                scanned > 0 || sk == k,
+                                "reader {reader}: the scan skipped its first key"
+                            );
+                            previous = sk;
+                            scanned += 1;
+                        }
+                    }
                 }
             });
         }

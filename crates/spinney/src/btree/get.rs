@@ -9,17 +9,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::page;
-use super::read::{Lookup, MapRead, Reached, Target};
+use super::read::{give_back_leaf_buffer, take_leaf_buffer, Lookup, MapRead, Reached, Target};
 use super::BtreeTable;
 use crate::error::Result;
 use crate::mvcc::key::{self, KeyRef, Kind, ParsedKey, SEQNO_MAX};
 use crate::read_context::{self, ReadContext};
-
-thread_local! {
-    /// The leaf a get read through the map (`get_mapped`): one buffer per
-    /// thread, reused.
-    static MAPPED_LEAF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
 
 impl BtreeTable {
     /// The value of `user_key` as of `snapshot`, or as of now when None,
@@ -62,9 +56,7 @@ impl BtreeTable {
         let epoch = crossbeam_epoch::pin();
         let mapped = self.store.file.is_mapped();
         let mut buf = if mapped {
-            MAPPED_LEAF
-                .try_with(|b| std::mem::take(&mut *b.borrow_mut()))
-                .unwrap_or_default()
+            take_leaf_buffer()
         } else {
             Vec::new()
         };
@@ -87,7 +79,7 @@ impl BtreeTable {
             Err(e) => Err(e),
         };
         if mapped {
-            let _ = MAPPED_LEAF.try_with(|b| *b.borrow_mut() = buf);
+            give_back_leaf_buffer(buf);
         }
         result
     }

@@ -8,7 +8,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::page;
-use super::read::{Bounds, Leaf, Lookup, Place};
+use super::read::{
+    give_back_leaf_buffer, take_leaf_buffer, Bounds, Leaf, Lookup, MapRead, Place, Reached,
+};
 use super::{BtreeTable, Target};
 use crate::error::{Error, Result};
 use crate::mvcc::iter::InternalIterator;
@@ -143,15 +145,27 @@ impl Window {
         pick: Pick<'_>,
         ctx: &mut ReadContext,
     ) -> Result<()> {
-        self.data.clear();
-        self.spans.clear();
         // Stable while the leaf is latched.
         self.place = Some(Place {
             leaf: leaf.frame.pgno,
             version: leaf.frame.version(),
             parent: leaf.parent,
         });
-        let p: &[u8] = &leaf.guard.image;
+        self.copy_image(table, &leaf.guard.image, pick, ctx)
+    }
+
+    /// Copies the window `pick` chooses from leaf image `p`, latched or
+    /// read through the map, whose overflow runs the caller keeps from
+    /// reuse until this returns.
+    fn copy_image(
+        &mut self,
+        table: &BtreeTable,
+        p: &[u8],
+        pick: Pick<'_>,
+        ctx: &mut ReadContext,
+    ) -> Result<()> {
+        self.data.clear();
+        self.spans.clear();
         let count = page::count(p);
         let mut compared = 0;
         let (lo, hi) = match pick {
@@ -228,7 +242,6 @@ impl Window {
                 end: self.data.len(),
             });
         }
-        drop(leaf);
         let lo = if backward {
             self.spans.reverse();
             hi - self.spans.len()
@@ -314,19 +327,49 @@ impl BtreeIter {
         ctx: &mut ReadContext,
     ) -> Result<bool> {
         let epoch = crossbeam_epoch::pin();
-        let Some(leaf) = self
-            .table
-            .descend(target, Some(&mut self.bounds), ctx, &epoch)?
-        else {
-            self.w.data.clear();
-            self.w.spans.clear();
-            self.w.first = 0;
-            self.w.leaf_count = 0;
-            self.w.place = None;
-            return Ok(false);
+        // A leaf no frame holds, on a file read through a memory map, is
+        // read from the map (`descend_or_map`): the iterator reads under a
+        // registered snapshot, so the leaf as it was at any moment of the
+        // descent holds what it reads, and it keeps no place to come back
+        // to (its next load descends).
+        let mapped = self.table.store.file.is_mapped();
+        let mut buf = if mapped {
+            take_leaf_buffer()
+        } else {
+            Vec::new()
         };
-        self.w.copy(&self.table, leaf, pick, ctx)?;
-        Ok(true)
+        let mut nothing = || {};
+        let map = mapped.then_some(MapRead {
+            buf: &mut buf,
+            between: &mut nothing,
+        });
+        let reached = self
+            .table
+            .descend_or_map(target, Some(&mut self.bounds), ctx, &epoch, map);
+        let result = match reached {
+            Ok(None) => {
+                self.w.data.clear();
+                self.w.spans.clear();
+                self.w.first = 0;
+                self.w.leaf_count = 0;
+                self.w.place = None;
+                Ok(false)
+            }
+            Ok(Some(Reached::Leaf(leaf))) => {
+                self.w.copy(&self.table, leaf, pick, ctx).map(|()| true)
+            }
+            Ok(Some(Reached::Mapped(_descent, _))) => {
+                self.w.place = None;
+                self.w
+                    .copy_image(&self.table, &buf, pick, ctx)
+                    .map(|()| true)
+            }
+            Err(e) => Err(e),
+        };
+        if mapped {
+            give_back_leaf_buffer(buf);
+        }
+        result
     }
 
     /// Copies the entries `pick` chooses from the leaf the window came

@@ -107,6 +107,33 @@ pub(crate) struct Leaf<'g> {
     _descent: GatePass<'g>,
 }
 
+thread_local! {
+    /// The buffer a read through the map copies its leaf into
+    /// (`descend_or_map`): one per thread, reused.
+    static MAPPED_LEAF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This thread's buffer for a leaf read through the map (an empty one if
+/// it is lent out already).
+pub(crate) fn take_leaf_buffer() -> Vec<u8> {
+    MAPPED_LEAF
+        .try_with(|b| {
+            b.try_borrow_mut()
+                .map(|mut b| std::mem::take(&mut *b))
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+}
+
+/// Gives back the buffer `take_leaf_buffer` lent.
+pub(crate) fn give_back_leaf_buffer(buf: Vec<u8>) {
+    let _ = MAPPED_LEAF.try_with(|b| {
+        if let Ok(mut b) = b.try_borrow_mut() {
+            *b = buf;
+        }
+    });
+}
+
 /// Where `descend_or_map` ended.
 pub(crate) enum Reached<'g> {
     /// A leaf, latched.
