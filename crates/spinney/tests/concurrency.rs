@@ -514,9 +514,9 @@ fn btree_leaves_read_through_maps_while_overwritten_are_never_stale() {
                     // Now and then a short scan from the key: cursors read
                     // leaves through the map too.
                     if n % 16 == 0 {
-                        let mut scanned = 0;
                         let mut previous = k.clone();
-                        for entry in table.range(k.clone()..).expect("range").take(12) {
+                        let scan = table.range(k.clone()..).expect("range").take(12);
+                        for (scanned, entry) in scan.enumerate() {
                             let (sk, sv) = entry.expect("scan");
                             round_of(&sk, &sv);
                             assert!(
@@ -528,7 +528,6 @@ fn btree_leaves_read_through_maps_while_overwritten_are_never_stale() {
                                 "reader {reader}: the scan skipped its first key"
                             );
                             previous = sk;
-                            scanned += 1;
                         }
                     }
                 }
