@@ -561,12 +561,13 @@ fn model_btree_in_a_cache_of_four_pages_application_driven_work() {
 }
 
 #[test]
-fn model_btree_read_through_maps_in_a_cache_of_four_pages() {
-    // Leaves that miss a cache of four pages are read through the file's
-    // memory map and not cached, while two threads write, evict, check
-    // point and reuse pages under the reads.
+fn model_lsm_and_btree_read_through_maps_in_a_cache_of_four_pages() {
+    // SST blocks are used in place in their files' maps, and B-tree leaves
+    // that miss a cache of four pages are read through the file's map, both
+    // without being cached, while two threads write, flush, compact,
+    // evict, checkpoint and reuse pages under the reads.
     let config = Config {
-        kinds: [BTREE, BTREE],
+        kinds: [LSM, BTREE],
         cache_size: 4 * 8192,
         mmap_reads: true,
         ..Config::lsm([LEVELED, LEVELED], 2, true)

@@ -289,6 +289,13 @@ pub trait RandomAccessFile: Send + Sync {
     fn bypasses_os_cache(&self) -> bool {
         false
     }
+    /// The whole file as it lies in a read-only memory map, for a file
+    /// nothing writes or cuts while it is open (`Fs::open_mapped`): a
+    /// reader may use the bytes in place, for as long as it holds the file.
+    /// None for a file read with system calls.
+    fn mapped(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// The error of a read of `len` bytes at `offset` past the end of `path`,

@@ -109,6 +109,12 @@ impl RandomAccessFile for ReadMap {
     fn path(&self) -> &Path {
         &self.path
     }
+
+    fn mapped(&self) -> Option<&[u8]> {
+        // SAFETY: the mapping covers `len` bytes (which fit a usize:
+        // checked in `map`), lives as long as `self`, and is never written.
+        Some(unsafe { std::slice::from_raw_parts(self.map, self.len as usize) })
+    }
 }
 
 /// A file that is written while it is read (a B-tree file), read through

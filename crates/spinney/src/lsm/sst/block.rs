@@ -24,6 +24,7 @@ use std::sync::Arc;
 use super::format::RESTART_INTERVAL;
 use crate::encoding::{self, Decoder};
 use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
 use crate::mvcc::key;
 use crate::prefetch::prefetch;
 
@@ -117,7 +118,7 @@ impl BlockBuilder {
 /// A decoded block's bytes with its restart array located and checked.
 #[derive(Debug)]
 pub(crate) struct Block {
-    data: Vec<u8>,
+    data: Bytes,
     /// Where the restart array begins (= end of the entries).
     restarts_offset: usize,
     num_restarts: usize,
@@ -132,9 +133,66 @@ pub(crate) struct Block {
 }
 
 impl Drop for Block {
-    /// The bytes go to this thread's spare buffers, for its next block read.
+    /// Bytes of its own go to this thread's spare buffers, for its next
+    /// block read.
     fn drop(&mut self) {
-        super::spare::give(std::mem::take(&mut self.data));
+        if let Bytes::Owned(data) = &mut self.data {
+            super::spare::give(std::mem::take(data));
+        }
+    }
+}
+
+/// Where a block's bytes are: its own buffer, or in place in its file's
+/// read-only memory map (`Options::mmap_reads`), which the block keeps
+/// mapped by holding the file.
+pub(crate) enum Bytes {
+    Owned(Vec<u8>),
+    Mapped {
+        at: *const u8,
+        len: usize,
+        _file: Arc<dyn RandomAccessFile>,
+    },
+}
+
+// SAFETY: a mapped block points into a read-only mapping that nothing
+// writes and that lives while `_file` (an `Arc` the block holds) does;
+// reading it from any thread is reading immutable memory.
+unsafe impl Send for Bytes {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Bytes {}
+
+impl Bytes {
+    /// `bytes`, which lie in `file`'s memory map (`RandomAccessFile::mapped`),
+    /// in place.
+    pub(crate) fn mapped(bytes: &[u8], file: &Arc<dyn RandomAccessFile>) -> Bytes {
+        Bytes::Mapped {
+            at: bytes.as_ptr(),
+            len: bytes.len(),
+            _file: Arc::clone(file),
+        }
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            // SAFETY: see `Send`: `len` bytes at `at` stay mapped and
+            // unchanged while `self` holds the file.
+            Bytes::Mapped { at, len, .. } => unsafe { std::slice::from_raw_parts(*at, *len) },
+        }
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bytes::Owned(v) => write!(f, "{} bytes", v.len()),
+            Bytes::Mapped { len, .. } => write!(f, "{len} bytes in a map"),
+        }
     }
 }
 
@@ -200,6 +258,16 @@ impl Block {
         file_offset: u64,
         compressed: bool,
     ) -> Result<Block> {
+        Block::of(Bytes::Owned(data), file, file_offset, compressed)
+    }
+
+    /// `new`, of bytes owned or mapped.
+    pub(crate) fn of(
+        data: Bytes,
+        file: &Path,
+        file_offset: u64,
+        compressed: bool,
+    ) -> Result<Block> {
         let mut block = Block {
             data,
             restarts_offset: 0,
@@ -242,6 +310,11 @@ impl Block {
             previous = Some(r);
         }
         Ok(block)
+    }
+
+    /// Whether its bytes are in place in a memory map.
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.data, Bytes::Mapped { .. })
     }
 
     /// Bytes of the decoded block (its cache charge).

@@ -247,9 +247,10 @@ pub(crate) fn block_trailer(stored: &[u8], kind: CompressionType) -> [u8; BLOCK_
     [kind as u8, c0, c1, c2, c3]
 }
 
-/// Checks the trailer of the block at `offset` (whose stored bytes plus
-/// trailer are `buf`) and returns its contents, decompressed.
-pub(crate) fn unseal_block(mut buf: Vec<u8>, file: &Path, offset: u64) -> Result<Vec<u8>> {
+/// Checks a stored block's trailer (`buf` holds the block and its
+/// trailer): its checksum and compression type. Returns the stored
+/// block's size and its type.
+fn check_trailer(buf: &[u8], file: &Path, offset: u64) -> Result<(usize, CompressionType)> {
     let size = buf
         .len()
         .checked_sub(BLOCK_TRAILER_BYTES)
@@ -275,12 +276,33 @@ pub(crate) fn unseal_block(mut buf: Vec<u8>, file: &Path, offset: u64) -> Result
             format!("unknown block compression type {type_byte}"),
         )
     })?;
+    Ok((size, kind))
+}
+
+/// The contents of a stored block where they lie in `buf` (the block and
+/// its trailer, in a memory map), once its trailer checks: Some if the
+/// block is stored uncompressed, None if it must be decompressed
+/// (`unseal_block`).
+pub(crate) fn sealed_in_place<'a>(
+    buf: &'a [u8],
+    file: &Path,
+    offset: u64,
+) -> Result<Option<&'a [u8]>> {
+    let (size, kind) = check_trailer(buf, file, offset)?;
+    Ok((kind == CompressionType::None).then(|| buf.get(..size).unwrap_or_default()))
+}
+
+/// Checks the trailer of the block at `offset` (whose stored bytes plus
+/// trailer are `buf`) and returns its contents, decompressed.
+pub(crate) fn unseal_block(mut buf: Vec<u8>, file: &Path, offset: u64) -> Result<Vec<u8>> {
+    let (size, kind) = check_trailer(&buf, file, offset)?;
     if kind == CompressionType::None {
         // The bytes read are the block: no copy (a second allocation, a
         // copy and a free were 4-5% of a read that missed the cache).
         buf.truncate(size);
         return Ok(buf);
     }
+    let stored = buf.get(..size).unwrap_or_default();
     let mut d = Decoder::new(stored);
     let raw_len = d.varint64().map_err(|e| e.corruption(file, offset))?;
     if raw_len > limits::SST_BLOCK_BYTES_MAX {

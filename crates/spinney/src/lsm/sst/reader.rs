@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, Bytes};
 use super::filter::BloomFilter;
 use super::format::{self, BlockHandle, CompressionType, Footer, Properties, FOOTER_BYTES};
 use super::spare;
@@ -144,8 +144,22 @@ impl Sst {
         self.file_size - FOOTER_BYTES as u64
     }
 
-    /// Reads and checks a data block without the cache.
+    /// Reads and checks a data block without the cache. A block stored
+    /// uncompressed in a file read through a memory map is used in place
+    /// (`Bytes::Mapped`): its trailer checked in the map, no copy.
     pub(crate) fn read_data_block(&self, handle: BlockHandle) -> Result<Block> {
+        if let Some(map) = self.file.mapped() {
+            handle.check(&self.path, self.footer_offset(), handle.offset, "block")?;
+            let len = handle.size as usize + format::BLOCK_TRAILER_BYTES;
+            let at = handle.offset as usize;
+            if let Some(stored) = map.get(at..at + len) {
+                if let Some(contents) = format::sealed_in_place(stored, &self.path, handle.offset)?
+                {
+                    let data = Bytes::mapped(contents, &self.file);
+                    return Block::of(data, &self.path, handle.offset, false);
+                }
+            }
+        }
         let (data, compressed) =
             read_block(self.file.as_ref(), &self.path, self.footer_offset(), handle)?;
         Block::new(data, &self.path, handle.offset, compressed)
@@ -231,7 +245,9 @@ impl Sst {
         let block = Arc::new(self.read_data_block(handle)?);
         counts.blocks_from_storage += 1;
         counts.bytes_read += handle.size + format::BLOCK_TRAILER_BYTES as u64;
-        if fill {
+        // A block used in place in the map is not cached (as LevelDB's): it
+        // costs the cache nothing to read again but its checks.
+        if fill && !block.is_mapped() {
             self.cache.insert(
                 self.cache_key(handle),
                 Arc::clone(&block),
