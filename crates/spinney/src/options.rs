@@ -639,8 +639,9 @@ pub struct Options {
     /// Read through memory maps, as LevelDB does on 64-bit machines,
     /// RocksDB with `allow_mmap_reads` and LMDB always. Off by default.
     /// - LSM tables' SST files (`Fs::open_mapped`): a block that misses the
-    ///   cache is copied from the map instead of read with a `pread`
-    ///   system call.
+    ///   cache is read in place in the map, its checksum checked there,
+    ///   and not cached (a compressed block is decompressed and cached),
+    ///   instead of read with a `pread` system call.
     /// - B-tree files (`PagedFile::map_for_reads`): a get reads a leaf that
     ///   is not in the cache from the map and does not cache it (the OS's
     ///   page cache keeps it, as LMDB's pages), checking its checksum on

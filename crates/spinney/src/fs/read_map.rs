@@ -2,9 +2,10 @@
 //! through a private read-only memory map of the whole file
 //! (`Fs::open_mapped`, `Options::mmap_reads`), as LevelDB reads its tables
 //! on 64-bit machines and RocksDB with `allow_mmap_reads`. A read copies
-//! the bytes out of the map: no system call, no lookup in the kernel's page
-//! cache by file offset, where `pread` makes both for every block that
-//! misses the database's cache.
+//! the bytes out of the map (`read_at`), or uses them in place
+//! (`RandomAccessFile::mapped`: an uncompressed SST block): no system
+//! call, no lookup in the kernel's page cache by file offset, where `pread`
+//! makes both for every block that misses the database's cache.
 //!
 //! - An I/O error on a mapped page cannot be returned: the kernel raises
 //!   SIGBUS in the thread that touched it, which ends the process (the
