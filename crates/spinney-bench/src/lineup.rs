@@ -29,6 +29,13 @@ pub enum Engine {
     SpinneyLsmMapped,
     /// A spinney B-tree table with the mapped log.
     SpinneyBtreeMapped,
+    /// A spinney LSM table read through memory maps
+    /// (`Options::mmap_reads`, off by default; as LevelDB reads), its log
+    /// written with `write()`.
+    SpinneyLsmMmap,
+    /// A spinney B-tree table read through memory maps (as LMDB reads),
+    /// its log written with `write()`.
+    SpinneyBtreeMmap,
     /// RocksDB through its C API (Debian's librocksdb-dev).
     Rocksdb,
     /// RocksDB through the same adapter, a current release built from the
@@ -53,11 +60,13 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine, in the order tables list them.
-    pub const ALL: [Engine; 13] = [
+    pub const ALL: [Engine; 15] = [
         Engine::SpinneyLsm,
         Engine::SpinneyBtree,
         Engine::SpinneyLsmMapped,
         Engine::SpinneyBtreeMapped,
+        Engine::SpinneyLsmMmap,
+        Engine::SpinneyBtreeMmap,
         Engine::Rocksdb,
         Engine::RocksdbCurrent,
         Engine::WiredtigerBtree,
@@ -76,6 +85,8 @@ impl Engine {
             Engine::SpinneyBtree => "spinney-btree",
             Engine::SpinneyLsmMapped => "spinney-lsm-mapped",
             Engine::SpinneyBtreeMapped => "spinney-btree-mapped",
+            Engine::SpinneyLsmMmap => "spinney-lsm-mmap",
+            Engine::SpinneyBtreeMmap => "spinney-btree-mmap",
             Engine::Rocksdb => "rocksdb",
             Engine::RocksdbCurrent => "rocksdb-current",
             Engine::WiredtigerBtree => "wiredtiger-btree",
@@ -115,6 +126,8 @@ impl Engine {
                 | Engine::SpinneyBtree
                 | Engine::SpinneyLsmMapped
                 | Engine::SpinneyBtreeMapped
+                | Engine::SpinneyLsmMmap
+                | Engine::SpinneyBtreeMmap
         )
     }
 
@@ -125,7 +138,7 @@ impl Engine {
     /// WiredTiger (`direct_io=[data]`). LevelDB, LMDB, fjall and redb have
     /// no such mode.
     pub fn direct_io(self) -> bool {
-        self.is_spinney()
+        (self.is_spinney() && !self.mmap_reads())
             || matches!(
                 self,
                 Engine::Rocksdb
@@ -135,10 +148,20 @@ impl Engine {
             )
     }
 
+    /// True for the spinney engines that read through memory maps whatever
+    /// `--mmap_read` says (`spinney-lsm-mmap`, `spinney-btree-mmap`); they
+    /// have no direct I/O (`Options` refuses maps with direct reads).
+    pub fn mmap_reads(self) -> bool {
+        matches!(self, Engine::SpinneyLsmMmap | Engine::SpinneyBtreeMmap)
+    }
+
     /// How a spinney engine writes its log (`None` for the peers).
     pub fn log_writes(self) -> Option<spinney::LogWrites> {
         match self {
-            Engine::SpinneyLsm | Engine::SpinneyBtree => Some(spinney::LogWrites::Write),
+            Engine::SpinneyLsm
+            | Engine::SpinneyBtree
+            | Engine::SpinneyLsmMmap
+            | Engine::SpinneyBtreeMmap => Some(spinney::LogWrites::Write),
             Engine::SpinneyLsmMapped | Engine::SpinneyBtreeMapped => {
                 Some(spinney::LogWrites::Mapped)
             }
@@ -151,6 +174,7 @@ impl Engine {
         match self {
             Engine::SpinneyLsm
             | Engine::SpinneyLsmMapped
+            | Engine::SpinneyLsmMmap
             | Engine::Rocksdb
             | Engine::RocksdbCurrent
             | Engine::WiredtigerLsm
@@ -158,6 +182,7 @@ impl Engine {
             | Engine::Fjall => TableKind::Lsm,
             Engine::SpinneyBtree
             | Engine::SpinneyBtreeMapped
+            | Engine::SpinneyBtreeMmap
             | Engine::WiredtigerBtree
             | Engine::Lmdb
             | Engine::LmdbCurrent
@@ -171,7 +196,9 @@ impl Engine {
             Engine::SpinneyLsm
             | Engine::SpinneyBtree
             | Engine::SpinneyLsmMapped
-            | Engine::SpinneyBtreeMapped => None,
+            | Engine::SpinneyBtreeMapped
+            | Engine::SpinneyLsmMmap
+            | Engine::SpinneyBtreeMmap => None,
             Engine::Rocksdb => Some("rocksdb"),
             Engine::RocksdbCurrent => Some("rocksdb-current"),
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => Some("wiredtiger"),
@@ -189,7 +216,9 @@ impl Engine {
             Engine::SpinneyLsm
             | Engine::SpinneyBtree
             | Engine::SpinneyLsmMapped
-            | Engine::SpinneyBtreeMapped => true,
+            | Engine::SpinneyBtreeMapped
+            | Engine::SpinneyLsmMmap
+            | Engine::SpinneyBtreeMmap => true,
             Engine::Rocksdb => cfg!(feature = "rocksdb"),
             Engine::RocksdbCurrent => cfg!(feature = "rocksdb-current"),
             Engine::WiredtigerBtree | Engine::WiredtigerLsm => cfg!(feature = "wiredtiger"),
@@ -209,6 +238,7 @@ impl Engine {
             self,
             Engine::SpinneyLsm
                 | Engine::SpinneyLsmMapped
+                | Engine::SpinneyLsmMmap
                 | Engine::Rocksdb
                 | Engine::RocksdbCurrent
         )
@@ -222,6 +252,8 @@ impl Engine {
             | Engine::SpinneyBtree
             | Engine::SpinneyLsmMapped
             | Engine::SpinneyBtreeMapped
+            | Engine::SpinneyLsmMmap
+            | Engine::SpinneyBtreeMmap
             | Engine::Rocksdb
             | Engine::RocksdbCurrent
             | Engine::Leveldb => "CURRENT",

@@ -97,11 +97,14 @@ pub fn header(out: &mut dyn Write, config: &Config) -> io::Result<()> {
     writeln!(out, "Engine:     {}", config.engine.name())?;
     writeln!(out, "Table:      {}", describe_table(config))?;
     writeln!(out, "Cache:      {:.1} MB", config.cache_size as f64 / MB)?;
-    if config.mmap_read || config.direct_reads || config.direct_writes {
+    let mmap = config.mmap_read || config.engine.mmap_reads();
+    if mmap || config.direct_reads || config.direct_writes {
         let reads = if config.direct_reads {
             "around the OS's page cache (--use_direct_reads)"
         } else if config.mmap_read {
             "through memory maps where the engine has the choice (--mmap_read)"
+        } else if mmap {
+            "through memory maps (spinney's Options::mmap_reads)"
         } else {
             "through the OS's page cache"
         };

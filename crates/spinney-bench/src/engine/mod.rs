@@ -514,7 +514,9 @@ pub(crate) fn open(
         Engine::SpinneyLsm
         | Engine::SpinneyBtree
         | Engine::SpinneyLsmMapped
-        | Engine::SpinneyBtreeMapped => {
+        | Engine::SpinneyBtreeMapped
+        | Engine::SpinneyLsmMmap
+        | Engine::SpinneyBtreeMmap => {
             spinney_store::SpinneyStore::open(engine, config, dir, tables)
                 .map(|s| Box::new(s) as Box<dyn Store>)
         }
@@ -551,7 +553,9 @@ pub(crate) fn version(engine: Engine) -> String {
         Engine::SpinneyLsm
         | Engine::SpinneyBtree
         | Engine::SpinneyLsmMapped
-        | Engine::SpinneyBtreeMapped => env!("CARGO_PKG_VERSION").to_string(),
+        | Engine::SpinneyBtreeMapped
+        | Engine::SpinneyLsmMmap
+        | Engine::SpinneyBtreeMmap => env!("CARGO_PKG_VERSION").to_string(),
         #[cfg(feature = "rocksdb")]
         Engine::Rocksdb => rocksdb::version(),
         #[cfg(feature = "rocksdb-current")]

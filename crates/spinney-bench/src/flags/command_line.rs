@@ -189,10 +189,12 @@ struct Flags {
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
     use_existing_db: bool,
     /// 1 to read table files through memory maps where the engine has the
-    /// choice: spinney's LSM tables (`Options::mmap_reads`) and RocksDB
-    /// (`allow_mmap_reads`). LevelDB (on 64-bit machines) and LMDB map
-    /// their files for reads whatever this says; WiredTiger, fjall, redb
-    /// and spinney's B-tree tables read into their caches.
+    /// choice: spinney (`Options::mmap_reads`: SST blocks in place, B-tree
+    /// leaves not cached) and RocksDB (`allow_mmap_reads`). LevelDB (on
+    /// 64-bit machines), LMDB and spinney-lsm-mmap and spinney-btree-mmap
+    /// map their files for reads whatever this says; WiredTiger maps its
+    /// files by default and reads pages into its cache; fjall and redb
+    /// read into their caches.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "1", default_value = "0")]
     mmap_read: bool,
     /// 1 to read table files around the OS's page cache (O_DIRECT), so

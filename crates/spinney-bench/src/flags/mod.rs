@@ -103,8 +103,9 @@ pub struct Config {
     /// Keep what `db` holds (and skip the fills that want a fresh database).
     pub use_existing_db: bool,
     /// Read table files through memory maps where the engine has the
-    /// choice (`--mmap_read`: spinney's LSM tables, `Options::mmap_reads`;
-    /// RocksDB's `allow_mmap_reads`).
+    /// choice (`--mmap_read`: spinney's `Options::mmap_reads`, which
+    /// spinney-lsm-mmap and spinney-btree-mmap set always; RocksDB's
+    /// `allow_mmap_reads`).
     pub mmap_read: bool,
     /// Read table files around the OS's page cache
     /// (`--use_direct_reads`); engines without direct I/O report every
@@ -302,7 +303,7 @@ impl Config {
             background_threads: self.background_threads,
             background_nice: self.background_nice,
             log_writes: self.engine.log_writes().unwrap_or_default(),
-            mmap_reads: self.mmap_read,
+            mmap_reads: self.mmap_read || self.engine.mmap_reads(),
             direct_reads: self.direct_reads,
             direct_writes: self.direct_writes,
             backpressure: spinney::Backpressure {

@@ -176,6 +176,23 @@ fn to_args_gives_the_configuration_back() {
         .expect_err("mmap and direct reads")
         .to_string();
     assert!(both.contains("contradict"), "{both}");
+    // The -mmap rows read through maps without the flag; the others only
+    // with it.
+    for (engine, maps) in [
+        ("spinney-btree-mmap", true),
+        ("spinney-lsm-mmap", true),
+        ("spinney-btree", false),
+        ("spinney-lsm-mapped", false),
+    ] {
+        let c = parse(&[&format!("--engine={engine}")]).expect("parse");
+        assert_eq!(c.db_options().mmap_reads, maps, "{engine}");
+        assert_eq!(c.engine.direct_io(), !maps, "{engine}");
+        assert_eq!(
+            c.db_options().log_writes == spinney::LogWrites::Write,
+            engine != "spinney-lsm-mapped",
+            "{engine}"
+        );
+    }
     let c = parse(&["--compare=spinney-btree,spinney-lsm", "--disable_wal=1"]).expect("parse");
     let back =
         Config::from_args(std::iter::once("x".to_string()).chain(c.to_args())).expect("parse back");

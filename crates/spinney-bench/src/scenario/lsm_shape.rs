@@ -227,10 +227,12 @@ fn refusal(engine: Engine) -> Option<String> {
     let why = match engine {
         Engine::SpinneyLsm
         | Engine::SpinneyLsmMapped
+        | Engine::SpinneyLsmMmap
         | Engine::Rocksdb
         | Engine::RocksdbCurrent => return None,
         Engine::SpinneyBtree
         | Engine::SpinneyBtreeMapped
+        | Engine::SpinneyBtreeMmap
         | Engine::WiredtigerBtree
         | Engine::Lmdb
         | Engine::LmdbCurrent
@@ -1237,6 +1239,7 @@ mod tests {
                 engine,
                 Engine::SpinneyLsm
                     | Engine::SpinneyLsmMapped
+                    | Engine::SpinneyLsmMmap
                     | Engine::Rocksdb
                     | Engine::RocksdbCurrent
             ) {
