@@ -21,10 +21,13 @@
 //! any number of threads read it at once.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::{check_read_within, IoStats, RandomAccessFile};
 use crate::error::Result;
@@ -49,23 +52,9 @@ impl ReadMap {
     /// system cannot map it (the caller reads it with `pread` then).
     pub(super) fn map(file: &File, len: u64, path: &Path, stats: &Arc<IoStats>) -> Option<ReadMap> {
         let bytes = usize::try_from(len).ok().filter(|&b| b > 0)?;
-        // SAFETY: a new private read-only mapping of our own open file; the
-        // kernel picks an address no other mapping uses.
-        let map = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                bytes,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return None;
-        }
+        let map = map_read_only(file.as_raw_fd(), bytes, libc::MAP_PRIVATE)?;
         Some(ReadMap {
-            map: map.cast_const().cast(),
+            map,
             len,
             path: path.to_path_buf(),
             stats: Arc::clone(stats),
@@ -120,15 +109,15 @@ impl RandomAccessFile for ReadMap {
 
 /// A file that is written while it is read (a B-tree file), read through
 /// shared read-only memory maps (`PagedFile::map_for_reads`,
-/// `Options::mmap_reads`): a read copies bytes out of the map, where
-/// `pread` makes a system call. The file's own writes (`write_at`) land
-/// in the page cache the map shows, so the map sees them as soon as they
-/// return; a reader that may race a write of the bytes it copies must
-/// check its copy (the B-tree checks each page's checksum, and the page's
-/// write count before and after).
+/// `Options::mmap_reads`): a read takes its bytes from the map
+/// (`bytes`), where `pread` makes a system call. The file's own writes
+/// (`write_at`) land in the page cache the map shows, so the map sees them
+/// as soon as they return; a reader that may race a write of the bytes it
+/// reads must check what it read (the B-tree checks each page's checksum,
+/// and the page's write count before and after).
 ///
 /// The map reaches as far as the file is known to be long (`grew_to`,
-/// `cut_to`): a read past that is refused (`copy_at` returns false) and
+/// `cut_to`): a read past that is refused (`bytes` returns None) and
 /// the caller reads with `pread`, which reports a short file as an error
 /// rather than raising SIGBUS. A file that grows past the mapped range is
 /// mapped again, twice as far ahead; the older maps stay until the file
@@ -136,20 +125,20 @@ impl RandomAccessFile for ReadMap {
 /// `ReadMap`'s: an I/O error under the map, or a file cut by another
 /// program, raises SIGBUS.
 ///
-/// Thread-safety: `copy_at` from any number of threads; the known length
+/// Thread-safety: `bytes` from any number of threads; the known length
 /// and the current map are atomics, and a new map is made under a mutex.
 pub struct PageMap {
-    fd: std::os::fd::OwnedFd,
+    fd: OwnedFd,
     /// The newest map: one of `maps`, alive as long as `self`.
-    current: std::sync::atomic::AtomicPtr<Region>,
+    current: AtomicPtr<Region>,
     #[expect(
         clippy::vec_box,
         reason = "`current` points at a region: boxed, it stays put as the list grows"
     )]
-    maps: parking_lot::Mutex<Vec<Box<Region>>>,
+    maps: Mutex<Vec<Box<Region>>>,
     /// How long the file is known to be: no byte at or past it is read
     /// through a map.
-    len: std::sync::atomic::AtomicU64,
+    len: AtomicU64,
     stats: Arc<IoStats>,
 }
 
@@ -168,6 +157,16 @@ unsafe impl Send for Region {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Region {}
 
+/// A new read-only mapping (`flags`: `MAP_PRIVATE` or `MAP_SHARED`) of the
+/// first `bytes` bytes of the open file `fd`; None if the kernel refuses.
+fn map_read_only(fd: RawFd, bytes: usize, flags: libc::c_int) -> Option<*const u8> {
+    // SAFETY: a new read-only mapping of an open file of ours; the kernel
+    // picks an address no other mapping uses, and nothing is written
+    // through it.
+    let at = unsafe { libc::mmap(ptr::null_mut(), bytes, libc::PROT_READ, flags, fd, 0) };
+    (at != libc::MAP_FAILED).then(|| at.cast_const().cast())
+}
+
 /// The least a map reaches: small files are mapped this far ahead, so that
 /// a growing file is not mapped again and again.
 const MAP_AHEAD_MIN: u64 = 64 << 20;
@@ -179,9 +178,9 @@ impl PageMap {
         let fd = file.try_clone().ok()?.into();
         let map = PageMap {
             fd,
-            current: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
-            maps: parking_lot::Mutex::new(Vec::new()),
-            len: std::sync::atomic::AtomicU64::new(len),
+            current: AtomicPtr::new(ptr::null_mut()),
+            maps: Mutex::new(Vec::new()),
+            len: AtomicU64::new(len),
             stats: Arc::clone(stats),
         };
         map.map_to(len)?;
@@ -189,38 +188,21 @@ impl PageMap {
     }
 
     /// Maps the file at least `needed` bytes far (and twice as far ahead),
-    /// unless the current map reaches that far already; false if it cannot.
+    /// unless the current map reaches that far already; None if it cannot.
     fn map_to(&self, needed: u64) -> Option<()> {
-        use std::sync::atomic::Ordering;
         let mut maps = self.maps.lock();
         if maps.last().is_some_and(|r| r.len as u64 >= needed) {
             return Some(());
         }
         let bytes = usize::try_from(needed.max(MAP_AHEAD_MIN).checked_mul(2)?).ok()?;
-        // SAFETY: a new shared read-only mapping of our own open file; the
-        // kernel picks an address no other mapping uses. Pages past the
-        // file's end are never touched (`copy_at` reads below `len` only).
-        let at = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                bytes,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                std::os::fd::AsRawFd::as_raw_fd(&self.fd),
-                0,
-            )
-        };
-        if at == libc::MAP_FAILED {
-            return None;
-        }
+        // Shared, so that the file's own writes show; pages past the file's
+        // end are never touched (`bytes` reads below `len` only).
+        let at = map_read_only(self.fd.as_raw_fd(), bytes, libc::MAP_SHARED)?;
         // Pages are read one at a time at random places: no read-ahead
         // around each fault (LMDB's MDB_NORDAHEAD does the same).
         // SAFETY: advice on the mapping just made, of `bytes` bytes.
-        unsafe { libc::madvise(at, bytes, libc::MADV_RANDOM) };
-        let mut region = Box::new(Region {
-            at: at.cast_const().cast(),
-            len: bytes,
-        });
+        unsafe { libc::madvise(at.cast_mut().cast(), bytes, libc::MADV_RANDOM) };
+        let mut region = Box::new(Region { at, len: bytes });
         self.current.store(&mut *region, Ordering::Release);
         maps.push(region);
         Some(())
@@ -229,13 +211,13 @@ impl PageMap {
     /// Records that the file is now at least `len` bytes long (a write that
     /// returned).
     pub fn grew_to(&self, len: u64) {
-        self.len.fetch_max(len, std::sync::atomic::Ordering::AcqRel);
+        self.len.fetch_max(len, Ordering::AcqRel);
     }
 
     /// Records that the file is about to be cut to `len` bytes: from now on
     /// no read through the map goes past it.
     pub fn cut_to(&self, len: u64) {
-        self.len.fetch_min(len, std::sync::atomic::Ordering::AcqRel);
+        self.len.fetch_min(len, Ordering::AcqRel);
     }
 
     /// The `len` bytes at `offset`, in the map; None if they are not all
@@ -244,7 +226,6 @@ impl PageMap {
     /// page cache's: a write of this process's to them changes them while
     /// the caller reads, so what it reads it must check (see `PageMap`).
     pub fn bytes(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        use std::sync::atomic::Ordering;
         let end = offset.checked_add(len as u64)?;
         if end > self.len.load(Ordering::Acquire) {
             return None;
