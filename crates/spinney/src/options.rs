@@ -642,12 +642,13 @@ pub struct Options {
     ///   cache is read in place in the map, its checksum checked there,
     ///   and not cached (a compressed block is decompressed and cached),
     ///   instead of read with a `pread` system call.
-    /// - B-tree files (`PagedFile::map_for_reads`): a get reads a leaf that
-    ///   is not in the cache from the map and does not cache it (the OS's
-    ///   page cache keeps it, as LMDB's pages), checking its checksum on
-    ///   every read and its structure once per image written. Inner pages,
-    ///   cursors and writers go through the cache as before. The leaves
-    ///   read count in the process's resident set while the OS keeps them.
+    /// - B-tree files (`PagedFile::map_for_reads`): a get or a cursor
+    ///   reads a leaf that is not in the cache from the map and does not
+    ///   cache it (the OS's page cache keeps it, as LMDB's pages), checking
+    ///   its checksum on every read and its structure once per image
+    ///   written. Inner pages and the writer go through the cache as
+    ///   before. The leaves read count in the process's resident set while
+    ///   the OS keeps them.
     ///
     /// With it on, an I/O error while reading through a map ends the
     /// process (SIGBUS) instead of returning `Error::Io`

@@ -238,7 +238,8 @@ impl PageStore {
     }
 
     /// Leaf `pgno` read through the file's memory map into `buf`, not
-    /// cached, for a get that found no frame of it in the frame table and
+    /// cached, for a reader (a get, a cursor's load) that found no frame of
+    /// it in the frame table and
     /// holds what keeps the tree's shape above it (its parent's read latch,
     /// or copies of the pages above it whose versions the caller checks
     /// after this returns). True if `buf` holds the page's current image,

@@ -107,8 +107,8 @@ pub(crate) struct PageFile {
     /// Checks each image read (`PageCheck`).
     check: PageCheck,
     /// The file's pages read through a memory map (`Options::mmap_reads`):
-    /// a get reads a leaf that is not cached from it without caching it
-    /// (`read_mapped`).
+    /// a get or a cursor reads a leaf that is not cached from it without
+    /// caching it (`read_mapped`).
     map: Option<PageMap>,
     /// How many times each page was written, striped by page number (a
     /// write counts one as it starts, one as it ends): a read through the
