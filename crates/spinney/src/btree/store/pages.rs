@@ -582,6 +582,7 @@ impl PageFile {
         let Some(raw) = map.bytes(self.offset(pgno), self.page_size) else {
             return false;
         };
+        crate::prefetch::prefetch_all(raw);
         let Some(image) = format::raw_image(pgno, raw, self.image_len()) else {
             return false;
         };

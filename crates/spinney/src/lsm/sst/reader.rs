@@ -153,6 +153,7 @@ impl Sst {
             let len = handle.size as usize + format::BLOCK_TRAILER_BYTES;
             let at = handle.offset as usize;
             if let Some(stored) = map.get(at..at + len) {
+                crate::prefetch::prefetch_all(stored);
                 if let Some(contents) = format::sealed_in_place(stored, &self.path, handle.offset)?
                 {
                     let data = Bytes::mapped(contents, &self.file);
