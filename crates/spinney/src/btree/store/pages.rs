@@ -695,6 +695,51 @@ mod tests {
     }
 
     #[test]
+    fn a_read_through_the_map_that_a_write_of_its_page_overtook_is_not_kept() {
+        // Goal: `read_mapped` keeps no image that a write of the same page
+        // raced (the page's write count, looked at before the copy and
+        // again after it), so a reader never takes a half-written or
+        // superseded leaf for the current one. Method: the write runs in
+        // `between`, after the copy of the old image and before the second
+        // look; the copy then holds the old image, and keeping it would be
+        // a stale read. The reads before and after, which no write races,
+        // must go through the map and see each image.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = crate::fs::OsFs::new();
+        let file = crate::fs::Fs::open_paged(&fs, &dir.path().join("f"), true).expect("open");
+        let pf = PageFile::new(
+            file,
+            4096,
+            Compression::None,
+            1,
+            false,
+            crate::btree::page::check_structure,
+        );
+        let leaf_of = |value: u8| {
+            let mut p = leaf(pf.image_len());
+            let ik = internal_key(b"key", 9, Kind::Put);
+            assert!(insert(
+                &mut p,
+                0,
+                &leaf_cell(&ik, Value::Inline(&[value; 100]))
+            ));
+            p
+        };
+        let (old, new) = (leaf_of(1), leaf_of(2));
+        pf.write_page(2, &old).expect("write");
+        let map = pf.file.map_for_reads();
+        let pf = pf.with_map(map);
+        assert!(pf.is_mapped(), "the OS's file is mapped");
+        let mut buf = Vec::new();
+        assert!(pf.read_mapped(2, &mut buf, || {}), "an untouched page");
+        assert_eq!(buf, old);
+        let raced = pf.read_mapped(2, &mut buf, || pf.write_page(2, &new).expect("write"));
+        assert!(!raced, "a copy a write overtook was kept");
+        assert!(pf.read_mapped(2, &mut buf, || {}), "the page once written");
+        assert_eq!(buf, new);
+    }
+
+    #[test]
     fn a_dirty_frame_is_written_once_however_many_threads_write_it_out() {
         // Goal: the write-back and a checkpoint may both try to write a
         // dirty frame (each under the read latch); the page is written
