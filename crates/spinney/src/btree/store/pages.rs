@@ -654,16 +654,7 @@ mod tests {
             let ik = internal_key(b"key", 9, Kind::Put);
             assert!(insert(&mut p, 0, &leaf_cell(&ik, Value::Inline(&[1; 500]))));
             let dir = tempfile::tempdir().expect("tempdir");
-            let fs = crate::fs::OsFs::new();
-            let file = crate::fs::Fs::open_paged(&fs, &dir.path().join("f"), true).expect("open");
-            let pf = PageFile::new(
-                file,
-                4096,
-                compression,
-                1,
-                false,
-                crate::btree::page::check_structure,
-            );
+            let pf = unshared_page_file(dir.path(), compression);
             pf.write_page(3, &p).expect("write");
             assert_eq!(pf.read_page(3).expect("read"), p);
             let mut raw = vec![0u8; 4096];
@@ -681,17 +672,22 @@ mod tests {
         }
     }
 
-    fn page_file(dir: &std::path::Path) -> Arc<PageFile> {
+    /// A file `f` in `dir` of 4 KiB pages written with `compression`.
+    fn unshared_page_file(dir: &std::path::Path, compression: Compression) -> PageFile {
         let fs = crate::fs::OsFs::new();
         let file = crate::fs::Fs::open_paged(&fs, &dir.join("f"), true).expect("open");
-        Arc::new(PageFile::new(
+        PageFile::new(
             file,
             4096,
-            Compression::None,
+            compression,
             1,
             false,
             crate::btree::page::check_structure,
-        ))
+        )
+    }
+
+    fn page_file(dir: &std::path::Path) -> Arc<PageFile> {
+        Arc::new(unshared_page_file(dir, Compression::None))
     }
 
     #[test]
@@ -705,16 +701,7 @@ mod tests {
         // a stale read. The reads before and after, which no write races,
         // must go through the map and see each image.
         let dir = tempfile::tempdir().expect("tempdir");
-        let fs = crate::fs::OsFs::new();
-        let file = crate::fs::Fs::open_paged(&fs, &dir.path().join("f"), true).expect("open");
-        let pf = PageFile::new(
-            file,
-            4096,
-            Compression::None,
-            1,
-            false,
-            crate::btree::page::check_structure,
-        );
+        let pf = unshared_page_file(dir.path(), Compression::None);
         let leaf_of = |value: u8| {
             let mut p = leaf(pf.image_len());
             let ik = internal_key(b"key", 9, Kind::Put);
