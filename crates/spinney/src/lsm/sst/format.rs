@@ -279,17 +279,25 @@ fn check_trailer(buf: &[u8], file: &Path, offset: u64) -> Result<(usize, Compres
     Ok((size, kind))
 }
 
-/// The contents of a stored block where they lie in `buf` (the block and
-/// its trailer, in a memory map), once its trailer checks: Some if the
-/// block is stored uncompressed, None if it must be decompressed
-/// (`unseal_block`).
-pub(crate) fn sealed_in_place<'a>(
-    buf: &'a [u8],
-    file: &Path,
-    offset: u64,
-) -> Result<Option<&'a [u8]>> {
+/// A stored block's contents once its trailer checks where it lies
+/// (`unseal_in_place`).
+pub(crate) enum Unsealed<'a> {
+    /// Stored uncompressed: the contents in place.
+    InPlace(&'a [u8]),
+    /// Stored compressed: the contents decompressed.
+    Decompressed(Vec<u8>),
+}
+
+/// Checks the trailer of the block at `offset` where it lies in `buf` (the
+/// block and its trailer, in a memory map) and returns its contents: in
+/// place if the block is stored uncompressed, else decompressed.
+pub(crate) fn unseal_in_place<'a>(buf: &'a [u8], file: &Path, offset: u64) -> Result<Unsealed<'a>> {
     let (size, kind) = check_trailer(buf, file, offset)?;
-    Ok((kind == CompressionType::None).then(|| buf.get(..size).unwrap_or_default()))
+    let stored = buf.get(..size).unwrap_or_default();
+    Ok(match kind {
+        CompressionType::None => Unsealed::InPlace(stored),
+        _ => Unsealed::Decompressed(decompress(stored, kind, file, offset)?),
+    })
 }
 
 /// Checks the trailer of the block at `offset` (whose stored bytes plus
@@ -302,7 +310,12 @@ pub(crate) fn unseal_block(mut buf: Vec<u8>, file: &Path, offset: u64) -> Result
         buf.truncate(size);
         return Ok(buf);
     }
-    let stored = buf.get(..size).unwrap_or_default();
+    decompress(buf.get(..size).unwrap_or_default(), kind, file, offset)
+}
+
+/// The contents of the block at `offset` stored as `stored` (without its
+/// trailer) with compression `kind`.
+fn decompress(stored: &[u8], kind: CompressionType, file: &Path, offset: u64) -> Result<Vec<u8>> {
     let mut d = Decoder::new(stored);
     let raw_len = d.varint64().map_err(|e| e.corruption(file, offset))?;
     if raw_len > limits::SST_BLOCK_BYTES_MAX {

@@ -23,7 +23,9 @@ use std::sync::Arc;
 
 use super::block::{Block, BlockIter, Bytes};
 use super::filter::BloomFilter;
-use super::format::{self, BlockHandle, CompressionType, Footer, Properties, FOOTER_BYTES};
+use super::format::{
+    self, BlockHandle, CompressionType, Footer, Properties, Unsealed, FOOTER_BYTES,
+};
 use super::spare;
 use crate::cache::Cache;
 use crate::encoding::Decoder;
@@ -144,9 +146,10 @@ impl Sst {
         self.file_size - FOOTER_BYTES as u64
     }
 
-    /// Reads and checks a data block without the cache. A block stored
-    /// uncompressed in a file read through a memory map is used in place
-    /// (`Bytes::Mapped`): its trailer checked in the map, no copy.
+    /// Reads and checks a data block without the cache. In a file read
+    /// through a memory map, the block's trailer is checked in the map,
+    /// and a block stored uncompressed is used in place (`Bytes::Mapped`,
+    /// no copy); a compressed one is decompressed from there.
     pub(crate) fn read_data_block(&self, handle: BlockHandle) -> Result<Block> {
         if let Some(map) = self.file.mapped() {
             handle.check(&self.path, self.footer_offset(), handle.offset, "block")?;
@@ -154,11 +157,15 @@ impl Sst {
             let at = handle.offset as usize;
             if let Some(stored) = map.get(at..at + len) {
                 crate::prefetch::prefetch_all(stored);
-                if let Some(contents) = format::sealed_in_place(stored, &self.path, handle.offset)?
-                {
-                    let data = Bytes::mapped(contents, &self.file);
-                    return Block::of(data, &self.path, handle.offset, false);
-                }
+                return match format::unseal_in_place(stored, &self.path, handle.offset)? {
+                    Unsealed::InPlace(contents) => {
+                        let data = Bytes::mapped(contents, &self.file);
+                        Block::of(data, &self.path, handle.offset, false)
+                    }
+                    Unsealed::Decompressed(data) => {
+                        Block::new(data, &self.path, handle.offset, true)
+                    }
+                };
             }
         }
         let (data, compressed) =
