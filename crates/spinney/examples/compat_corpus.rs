@@ -26,7 +26,7 @@ fn key(i: u32) -> Vec<u8> {
 /// A value of `len` bytes that differs by `seed`.
 fn value(seed: u32, len: usize) -> Vec<u8> {
     (0..len)
-        .map(|j| (seed as usize * 31 + j * 7 % 251) as u8)
+        .map(|j| (seed as usize * 31 + (j * 7) % 251) as u8)
         .collect()
 }
 

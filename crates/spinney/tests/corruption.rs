@@ -23,6 +23,10 @@ use rand::{Rng, SeedableRng};
 use spinney::{Db, Durability, Error, Options, Table, TableOptions, WalRecovery};
 use tempfile::TempDir;
 
+mod common;
+
+use common::files::copy_dir;
+
 const TABLE: &str = "things";
 const KEYS: usize = 1500;
 /// Keys at or past this index are written after the last flush: they live
@@ -79,13 +83,6 @@ fn build() -> TempDir {
     drop(table);
     db.close().expect("close");
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
-    }
 }
 
 /// Files of `dir` whose names satisfy `pred`, sorted.

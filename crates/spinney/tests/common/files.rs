@@ -1,5 +1,6 @@
 //! What the directory of a database at rest may hold: recovery and every
-//! finished operation leave no orphan behind.
+//! finished operation leave no orphan behind; and a copy of a database's
+//! directory on the real file system.
 
 use std::path::Path;
 
@@ -71,4 +72,15 @@ pub fn check_files(ctx: &str, fs: &FaultFs, db: &Db, lsm: &[&str], btrees: usize
         })
         .collect();
     assert!(others.is_empty(), "{ctx}: unexpected files {others:?}");
+}
+
+/// Copies every file of the directory `from` into `to` (made if missing),
+/// on the real file system: a database at rest, to damage or to open
+/// without changing the original.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+    }
 }
