@@ -192,6 +192,12 @@ enum Command {
     /// whole (a database whose CURRENT is gone does not open). Run verify
     /// after.
     RecoverCurrent,
+    /// Raise the database's format to the newest this build writes
+    /// (`Options::upgrade_format`): its new manifest and log segments are
+    /// written in it, and builds that do not read it refuse the database
+    /// after. Without it a database keeps its format. Prints the format
+    /// before and after.
+    Upgrade,
 }
 
 enum Failure {
@@ -328,6 +334,38 @@ fn run(cli: Cli) -> Result<(), Failure> {
             &mut stdout.lock(),
             format_args!("CURRENT now names {manifest}\n"),
         )?;
+        return Ok(());
+    }
+    if let Command::Upgrade = cli.command {
+        let before = Db::open(
+            &dir,
+            Options {
+                read_only: true,
+                background_threads: 0,
+                ..Options::default()
+            },
+        )?;
+        let from = before.format_version();
+        before.close()?;
+        drop(before);
+        let db = Db::open(
+            &dir,
+            Options {
+                create_if_missing: false,
+                upgrade_format: true,
+                background_threads: 0,
+                cache_size: cli.cache_size,
+                ..Options::default()
+            },
+        )?;
+        let to = db.format_version();
+        db.close()?;
+        let stdout = io::stdout();
+        let line = match from == to {
+            true => format!("the database is in format {to}, the newest this build writes\n"),
+            false => format!("the database's format went from {from} to {to}\n"),
+        };
+        write_out(&mut stdout.lock(), format_args!("{line}"))?;
         return Ok(());
     }
     let must_exist = !matches!(cli.command, Command::Create { .. } | Command::Load { .. });
@@ -633,7 +671,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 write_out(&mut out, format_args!("{stats}"))?;
             }
         }
-        Command::Dump { .. } | Command::RecoverCurrent => {}
+        Command::Dump { .. } | Command::RecoverCurrent | Command::Upgrade => {}
     }
     drop(out);
     db.close()?;

@@ -598,3 +598,34 @@ fn the_read_commands_change_no_byte_of_the_directory() {
     ok(&db, &["put", "l", "k2", "v"]);
     assert_ne!(dir_bytes(&db), before);
 }
+
+#[test]
+fn upgrade_raises_a_database_of_an_older_format_once() {
+    // A database of format 1 (the compatibility corpus made before formats
+    // were numbered) keeps it until `upgrade`, which raises it once.
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../spinney/tests/compat/log1-sst1-btree2/db");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    std::fs::create_dir(&db).expect("mkdir");
+    for entry in std::fs::read_dir(&corpus).expect("corpus") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, db.join(path.file_name().expect("name"))).expect("copy");
+    }
+    ok(&db, &["put", "lsm_leveled", "k", "v"]);
+    assert_eq!(
+        ok(&db, &["upgrade"]),
+        format!(
+            "the database's format went from 1 to {}\n",
+            spinney::FORMAT_VERSION
+        )
+    );
+    assert_eq!(
+        ok(&db, &["upgrade"]),
+        format!(
+            "the database is in format {}, the newest this build writes\n",
+            spinney::FORMAT_VERSION
+        )
+    );
+    assert_eq!(ok(&db, &["get", "lsm_leveled", "k"]), "v\n");
+}

@@ -116,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "# What db/ reads back: per table, its name, kind and codec, then each\n\
          # key and value in key order, in hex.\n",
     );
+    writeln!(expected, "# format {}", db.format_version()).expect("a String");
     for (name, t) in &tables {
         let o = t.options();
         writeln!(

@@ -44,9 +44,25 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     } else if name.ends_with(".wal") {
         writeln!(out, "write-ahead log segment {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {
-            if let Some(synced) = crate::wal::batch::parse_sync_mark(data) {
-                writeln!(out, "@{offset} sync mark: synced through seqno {synced}").map_err(w)?;
-                return Ok(());
+            match crate::wal::segment::classify(data) {
+                crate::wal::segment::Record::Mark { synced_seqno } => {
+                    writeln!(
+                        out,
+                        "@{offset} sync mark: synced through seqno {synced_seqno}"
+                    )
+                    .map_err(w)?;
+                    return Ok(());
+                }
+                crate::wal::segment::Record::Header { version } => {
+                    crate::wal::segment::check_header(path, offset, version)?;
+                    writeln!(
+                        out,
+                        "@{offset} segment header: log format version {version}"
+                    )
+                    .map_err(w)?;
+                    return Ok(());
+                }
+                crate::wal::segment::Record::Batch => {}
             }
             let batch = DecodedBatch::parse(data).map_err(|e| e.corruption(path, offset))?;
             writeln!(
@@ -96,6 +112,16 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     } else if name.starts_with(crate::file_names::MANIFEST_PREFIX) {
         writeln!(out, "manifest {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {
+            let newer = crate::manifest::peek_format(data)
+                .filter(|&f| offset == 0 && f > crate::manifest::FORMAT_VERSION);
+            if let Some(found) = newer {
+                return Err(Error::newer_format(
+                    path,
+                    "manifest",
+                    found,
+                    crate::manifest::FORMAT_VERSION,
+                ));
+            }
             let edit = VersionEdit::decode(data).map_err(|e| e.corruption(path, offset))?;
             writeln!(out, "@{offset} {}", describe_edit(&edit)).map_err(w)
         })
@@ -156,6 +182,9 @@ fn for_each_record(
 
 fn describe_edit(e: &VersionEdit) -> String {
     let mut parts = Vec::new();
+    if let Some(f) = e.format {
+        parts.push(format!("format={f}"));
+    }
     if let Some(n) = e.next_file_number {
         parts.push(format!("next_file={n}"));
     }

@@ -97,6 +97,20 @@ pub enum Error {
     },
     /// The database was closed; the handle used can no longer reach it.
     Closed,
+    /// A file says it is in a format version newer than this build reads:
+    /// a newer spinney wrote it. Nothing was read from it or written to it;
+    /// a build that reads that version opens it (docs/format.md lists the
+    /// versions of every kind of file).
+    NewerFormat {
+        /// The file.
+        file: PathBuf,
+        /// Which kind of file: "log segment", "manifest", "SST", "B-tree file".
+        what: &'static str,
+        /// The version the file says it is in.
+        found: u32,
+        /// The newest version of that kind of file this build reads.
+        supported: u32,
+    },
 }
 
 impl Error {
@@ -117,6 +131,20 @@ impl Error {
             file: file.into(),
             offset,
             detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn newer_format(
+        file: impl Into<PathBuf>,
+        what: &'static str,
+        found: u32,
+        supported: u32,
+    ) -> Self {
+        Error::NewerFormat {
+            file: file.into(),
+            what,
+            found,
+            supported,
         }
     }
 
@@ -185,6 +213,17 @@ impl Error {
                 key: key.clone(),
             },
             Error::Closed => Error::Closed,
+            Error::NewerFormat {
+                file,
+                what,
+                found,
+                supported,
+            } => Error::NewerFormat {
+                file: file.clone(),
+                what,
+                found: *found,
+                supported: *supported,
+            },
         }
     }
 }
@@ -214,6 +253,17 @@ impl fmt::Display for Error {
                 key.escape_ascii()
             ),
             Error::Closed => write!(f, "the database is closed"),
+            Error::NewerFormat {
+                file,
+                what,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{} is a {what} of format version {found}, written by a newer spinney; \
+                 this build reads {what} versions up to {supported}",
+                file.display()
+            ),
         }
     }
 }

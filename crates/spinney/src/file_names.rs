@@ -14,6 +14,9 @@
 //! Numbers are written with at least six digits; longer ones are written
 //! whole. `docs/format.md` describes each file's bytes.
 
+/// The file an open database holds locked (`Fs::lock`); it never holds data.
+pub(crate) const LOCK: &str = "LOCK";
+
 /// The name of SST `number`.
 pub(crate) fn sst_name(number: u64) -> String {
     format!("{number:06}.sst")

@@ -81,7 +81,14 @@ fn log_segment_decode(data: &[u8]) {
     let mut reader = LogReader::new(data.to_vec());
     let damage = loop {
         match reader.next() {
-            Read::Record { data, .. } => batch_record(&data),
+            Read::Record { offset, data } => match crate::wal::segment::classify(&data) {
+                crate::wal::segment::Record::Header { version } => {
+                    let _ =
+                        crate::wal::segment::check_header(Path::new("fuzz.wal"), offset, version);
+                }
+                crate::wal::segment::Record::Mark { .. } => {}
+                crate::wal::segment::Record::Batch => batch_record(&data),
+            },
             Read::Corrupt { offset, .. } | Read::Torn { offset, .. } => break Some(offset),
             Read::End => break None,
         }

@@ -93,6 +93,7 @@ pub use db::{
 pub use dump::dump;
 pub use error::{Error, Result};
 pub use fs::LogWrites;
+pub use manifest::FORMAT_VERSION;
 pub use options::{
     Backpressure, CompactionOptions, CompactionStyle, Compression, Durability, Options, TableKind,
     TableOptions, WalRecovery, WriteOptions,

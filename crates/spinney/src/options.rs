@@ -699,6 +699,15 @@ pub struct Options {
     /// `Db::checkpoint`). The log is kept back to the oldest table's
     /// checkpoint, so this bounds replay at open. 64 MiB by default.
     pub checkpoint_wal_bytes: u64,
+    /// Raise an existing database of an older format to the newest this
+    /// build writes (`spinney::FORMAT_VERSION`) at this open: the new
+    /// manifest and log segments are written in it. Off by default: a
+    /// database keeps the format it has, whatever build opens it, so that
+    /// the build that wrote it can still open it. Files already written
+    /// are read as they are in either case; none is rewritten. Refused
+    /// beside `read_only`. `spinney upgrade` does this from the command
+    /// line; `Db::format_version` says what a database is in.
+    pub upgrade_format: bool,
     /// The file system. `OsFs` unless a test injects faults.
     pub fs: Arc<dyn Fs>,
 }
@@ -723,6 +732,7 @@ impl fmt::Debug for Options {
             .field("backpressure", &self.backpressure)
             .field("max_manifest_size", &self.max_manifest_size)
             .field("checkpoint_wal_bytes", &self.checkpoint_wal_bytes)
+            .field("upgrade_format", &self.upgrade_format)
             .field("fs", &self.fs)
             .finish()
     }
@@ -748,6 +758,7 @@ impl Default for Options {
             backpressure: Backpressure::default(),
             max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
             checkpoint_wal_bytes: 64 << 20,
+            upgrade_format: false,
             fs: Arc::new(OsFs::new()),
         }
     }
@@ -767,6 +778,11 @@ impl Options {
         if self.read_only && self.error_if_exists {
             return Err(Error::invalid(
                 "read_only and error_if_exists contradict each other: a read-only open needs an existing database",
+            ));
+        }
+        if self.read_only && self.upgrade_format {
+            return Err(Error::invalid(
+                "read_only and upgrade_format contradict each other: an upgrade writes a new manifest",
             ));
         }
         if self.wal_segment_size < limits::WAL_BLOCK_BYTES as u64 {

@@ -55,6 +55,44 @@ fn expected(path: &Path) -> Vec<Expected> {
     tables
 }
 
+/// The database format `expected.txt` names (`# format N`); a corpus
+/// made before formats were numbered names none, and is format 1.
+fn format_of(path: &Path) -> u32 {
+    let text = std::fs::read_to_string(path).expect("expected.txt");
+    text.lines()
+        .find_map(|l| l.strip_prefix("# format "))
+        .map_or(1, |n| n.parse().expect("a format number"))
+}
+
+/// Whether the files this build wrote into `db` (its live manifest and
+/// its newest log segment, which holds a write) name their format, as
+/// they must from format 2 on and must not before.
+fn files_name_their_format(db: &Path) -> (bool, bool) {
+    let dump = |path: &Path| {
+        let mut out = Vec::new();
+        spinney::dump(path, &mut out).unwrap_or_else(|e| panic!("dump {}: {e}", path.display()));
+        String::from_utf8(out).expect("UTF-8")
+    };
+    let current = std::fs::read_to_string(db.join("CURRENT")).expect("CURRENT");
+    let manifest = dump(&db.join(current.trim_end()));
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(db)
+        .expect("db")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .collect();
+    segments.sort();
+    let segment = dump(segments.last().expect("a log segment"));
+    assert!(
+        segment.contains(" batch "),
+        "no write in the newest segment:\n{segment}"
+    );
+    let first_record = manifest.lines().nth(1).unwrap_or_default();
+    (
+        first_record.starts_with("@0 format="),
+        segment.contains("@0 segment header: log format version"),
+    )
+}
+
 fn corpora() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/compat");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
@@ -120,8 +158,10 @@ fn every_corpus_of_an_earlier_build_opens_and_reads_the_same() {
         let copy = dir.path().join("db");
         copy_dir(&corpus.join("db"), &copy);
 
+        let format = format_of(&corpus.join("expected.txt"));
         let db = Db::open(&copy, Options::default())
             .unwrap_or_else(|e| panic!("{}: open: {e}", corpus.display()));
+        assert_eq!(db.format_version(), format, "{}", corpus.display());
         check(&db, &want, &corpus);
         db.verify()
             .unwrap_or_else(|e| panic!("{}: verify: {e}", corpus.display()));
@@ -156,5 +196,43 @@ fn every_corpus_of_an_earlier_build_opens_and_reads_the_same() {
         }
         check(&db, &want, &corpus);
         db.verify().expect("verify after writing");
+        // Opened and written by this build, the database kept its format:
+        // the build that wrote it can still open it.
+        assert_eq!(db.format_version(), format, "{}", corpus.display());
+        drop(db);
+        assert_eq!(
+            files_name_their_format(&copy),
+            (format >= 2, format >= 2),
+            "{}: the new manifest's and log segment's format",
+            corpus.display()
+        );
+
+        // Upgraded when asked: the newest format, the same content.
+        let upgrade = Options {
+            upgrade_format: true,
+            ..Options::default()
+        };
+        let db = Db::open(&copy, upgrade).expect("upgrade");
+        assert_eq!(db.format_version(), spinney::FORMAT_VERSION);
+        check(&db, &want, &corpus);
+        db.table(&want[0].name)
+            .expect("table")
+            .put(b"after-upgrade", b"1")
+            .expect("put");
+        drop(db);
+        assert_eq!(
+            files_name_their_format(&copy),
+            (true, true),
+            "{}",
+            corpus.display()
+        );
+        let db = Db::open(&copy, Options::default()).expect("reopen upgraded");
+        assert_eq!(db.format_version(), spinney::FORMAT_VERSION);
+        db.table(&want[0].name)
+            .expect("table")
+            .delete(b"after-upgrade")
+            .expect("delete");
+        check(&db, &want, &corpus);
+        db.verify().expect("verify after the upgrade");
     }
 }

@@ -88,7 +88,7 @@ impl BtreeTable {
         }
         let file = fs.open_paged_direct(&path, false, direct)?;
         let page_size = options.page_size;
-        let (best, why) = image::newest_header(&*file, page_size, id)?;
+        let (best, why) = image::newest_header(&*file, &path, page_size, id)?;
         let Some(c) = best else {
             return Err(Error::corruption(
                 &path,
@@ -108,9 +108,10 @@ impl BtreeTable {
                 &path,
                 damaged * page_size as u64,
                 format!(
-                    "the header of checkpoint generation {min_generation} (slot {damaged}),                      durable by the manifest, is damaged ({}); the older checkpoint                      (generation {}) cannot be used, since the log after it may be gone",
-                    why,
-                    c.generation
+                    "the header of checkpoint generation {min_generation} (slot {damaged}), \
+                     durable by the manifest, is damaged ({}); the older checkpoint \
+                     (generation {}) cannot be used, since the log after it may be gone",
+                    why, c.generation
                 ),
             ));
         }

@@ -33,7 +33,7 @@ pub(crate) const FIRST_DATA_PAGE: u64 = 2;
 const HEADER_MAGIC: &[u8; 8] = b"SPNYBTR1";
 /// 2: slots hold key heads, page headers a prefix length (1 had neither;
 /// this build refuses its files).
-const HEADER_VERSION: u32 = 2;
+pub(crate) const HEADER_VERSION: u32 = 2;
 /// Bytes of a header slot.
 pub(crate) const HEADER_BYTES: usize = 88;
 /// Bytes of the checksummed part of a header slot (the checksum follows).
@@ -205,6 +205,19 @@ impl Checkpoint {
         b.extend_from_slice(&crc.to_le_bytes());
         b.resize(HEADER_BYTES, 0);
         b
+    }
+
+    /// The version of a header slot of a newer format than this build
+    /// reads: its magic, version and checksum are where every version keeps
+    /// them (docs/format.md, "Header slots"), the checksum matches, and the
+    /// version is past `HEADER_VERSION`. A damaged slot is never one.
+    pub(crate) fn newer_version(b: &[u8]) -> Option<u32> {
+        let body = b.get(..HEADER_BODY_BYTES)?;
+        let version = u32_at(b, 8);
+        (b.get(..8) == Some(HEADER_MAGIC.as_slice())
+            && crc32c(body) == u32_at(b, HEADER_BODY_BYTES)
+            && version > HEADER_VERSION)
+            .then_some(version)
     }
 
     /// Decodes a header slot; Err says why it is not a valid one.

@@ -10,13 +10,17 @@
 //! function here takes it or is handed it locked. Lock order: `wal` comes
 //! after `vs` and before a table's super-version lock (see `db/mod.rs`).
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::{Core, DbInner};
 use crate::error::{Error, Result};
 use crate::file_names::wal_name;
-use crate::manifest::{LogStart, VersionEdit};
+use crate::fs::Fs;
+use crate::manifest::{LogStart, VersionEdit, FORMAT_UNNUMBERED};
+use crate::options::Options;
 use crate::wal::batch::encode_sync_mark;
+use crate::wal::segment;
 use crate::wal::writer::LogWriter;
 
 /// A closed WAL segment: the seqno its records follow and the last seqno
@@ -135,18 +139,33 @@ impl Wal {
     }
 }
 
+/// Creates the log segment at `path` for a database of `format`: one of
+/// format 2 or later begins with its header (`wal::segment`), written with
+/// the segment's first record. A segment nothing was appended to stays
+/// empty, as an open that crashes leaves the one it made: only the newest
+/// segment may be torn, and an empty one has nothing to tear, whatever
+/// segments later opens make after it.
+pub(crate) fn create_segment(
+    fs: &dyn Fs,
+    path: &Path,
+    options: &Options,
+    format: u32,
+) -> Result<LogWriter> {
+    let file = fs.create_log(path, options.wal_segment_size, options.log_writes)?;
+    Ok(match format > FORMAT_UNNUMBERED {
+        true => LogWriter::with_header(file, &segment::encode_header(segment::LOG_VERSION)),
+        false => LogWriter::new(file),
+    })
+}
+
 /// Closes the current segment (cut to its records and synced, so that only
 /// the newest segment can ever have a torn tail) and starts the next.
 pub(crate) fn roll_segment(db: &DbInner, wal: &mut Wal) -> Result<()> {
     wal.finish()?;
     let number = db.next_file_number.fetch_add(1, Ordering::AcqRel);
-    let file = db.fs.create_log(
-        &db.path(&wal_name(number)),
-        db.options.wal_segment_size,
-        db.options.log_writes,
-    )?;
+    let writer = create_segment(&*db.fs, &db.path(&wal_name(number)), &db.options, db.format)?;
     db.fs.sync_dir(&db.dir)?;
-    let old = wal.writer.replace(LogWriter::new(file));
+    let old = wal.writer.replace(writer);
     drop(old);
     wal.closed.push(Segment {
         number: wal.number,

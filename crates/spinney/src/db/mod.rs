@@ -22,6 +22,7 @@ mod core;
 mod cursor;
 mod log;
 mod open;
+mod recovered;
 mod roll;
 mod snapshot;
 mod stats;
@@ -186,6 +187,9 @@ pub(crate) struct DbInner {
     pub last_seqno: AtomicU64,
     /// The next file number to hand out (SSTs, log segments, manifests).
     pub next_file_number: AtomicU64,
+    /// The database's format (`manifest::FORMAT_VERSION`): what its new
+    /// manifests and log segments are written in.
+    pub format: u32,
     /// The last seqno whose batch is wholly in the memtables: reads see up to here.
     pub visible_seqno: AtomicU64,
     pub writers: Mutex<VecDeque<Arc<write::Writer>>>,
@@ -351,7 +355,7 @@ impl Db {
     /// # Ok(()) }
     /// ```
     pub fn recover_current(path: impl AsRef<Path>, options: &Options) -> Result<String> {
-        open::recover_current(path.as_ref(), options)
+        recovered::recover_current(path.as_ref(), options)
     }
 
     /// Opens the database in `path`, creating it if `options.create_if_missing`,
@@ -668,6 +672,22 @@ impl Db {
     /// ```
     pub fn path(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// The database's format version: what its manifest and log segments
+    /// are written in. A new database has the newest this build writes
+    /// (`spinney::FORMAT_VERSION`); an older one keeps its own until it is
+    /// opened with `Options::upgrade_format`.
+    ///
+    /// ```
+    /// # fn main() -> spinney::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = spinney::Db::open(dir.path(), spinney::Options::default())?;
+    /// assert_eq!(db.format_version(), spinney::FORMAT_VERSION);
+    /// # Ok(()) }
+    /// ```
+    pub fn format_version(&self) -> u32 {
+        self.inner.format
     }
 
     /// Closes the database: stops background work at a clean point and syncs

@@ -29,308 +29,45 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::core::{Applier, Opening, TableState};
+use super::core::{Applier, Opening};
+use super::recovered::{read_manifest, refuse_files_without_current, Recovered};
 use super::roll::WholeState;
 use super::{cleaner, BgState, Core, Counters, DbInner, VersionSet, Wal};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
-use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, sst_name, wal_name};
+use crate::file_names::{manifest_name, parse_numbered, sst_name, wal_name, LOCK};
 use crate::fs::Fs;
 use crate::lsm::version::SstReads;
-use crate::manifest::{
-    parse_current, start_manifest, write_current, LogStart, VersionEdit, CURRENT,
-};
+use crate::manifest::{start_manifest, LogStart, CURRENT, FORMAT_VERSION};
 use crate::mvcc::key::SEQNO_MAX;
 use crate::mvcc::Horizon;
 use crate::options::{Options, WalRecovery};
-use crate::wal::batch::{parse_sync_mark, DecodedBatch};
+use crate::wal::batch::DecodedBatch;
 use crate::wal::reader::{LogReader, Read};
-use crate::wal::writer::LogWriter;
-
-const LOCK: &str = "LOCK";
-
-#[derive(Default)]
-struct Recovered {
-    next_file_number: u64,
-    last_seqno: u64,
-    log_number: u64,
-    /// Where the log starts, if the manifest says (manifests written
-    /// before it did do not).
-    log_start: Option<LogStart>,
-    next_table_id: u32,
-    tables: BTreeMap<u32, TableState>,
-}
-
-impl Recovered {
-    fn apply(&mut self, edit: VersionEdit, path: &Path, offset: u64) -> Result<()> {
-        let bad = |detail: String| Error::corruption(path, offset, detail);
-        if let Some(n) = edit.next_file_number {
-            self.next_file_number = self.next_file_number.max(n);
-        }
-        if let Some(s) = edit.last_seqno {
-            self.last_seqno = self.last_seqno.max(s);
-        }
-        if let Some(l) = edit.log_number {
-            self.log_number = self.log_number.max(l);
-        }
-        if let Some(l) = edit.log_start {
-            self.log_start = self.log_start.max(Some(l));
-        }
-        if let Some(t) = edit.next_table_id {
-            self.next_table_id = self.next_table_id.max(t);
-        }
-        for record in edit.created {
-            let id = record.id;
-            if self.tables.contains_key(&id) {
-                return Err(bad(format!("table id {id} created twice")));
-            }
-            self.next_table_id = self.next_table_id.max(id + 1);
-            let levels = vec![BTreeMap::new(); crate::limits::LSM_LEVELS];
-            self.tables.insert(
-                id,
-                TableState {
-                    record,
-                    levels,
-                    persisted_seqno: 0,
-                    checkpoint_generation: 0,
-                    range_dels: BTreeMap::new(),
-                },
-            );
-        }
-        for id in edit.dropped {
-            self.tables.remove(&id);
-        }
-        for (id, level, number) in edit.deleted {
-            let t = self
-                .tables
-                .get_mut(&id)
-                .ok_or_else(|| bad(format!("file deleted from unknown table {id}")))?;
-            let l = t
-                .levels
-                .get_mut(level as usize)
-                .ok_or_else(|| bad(format!("level {level} out of range")))?;
-            if l.remove(&number).is_none() {
-                return Err(bad(format!(
-                    "file {number} deleted from table {id} level {level} where it is not"
-                )));
-            }
-        }
-        for (id, level, file) in edit.added {
-            self.next_file_number = self.next_file_number.max(file.number + 1);
-            let t = self
-                .tables
-                .get_mut(&id)
-                .ok_or_else(|| bad(format!("file added to unknown table {id}")))?;
-            let l = t
-                .levels
-                .get_mut(level as usize)
-                .ok_or_else(|| bad(format!("level {level} out of range")))?;
-            l.insert(file.number, file);
-        }
-        for (id, seqno) in edit.flushed {
-            if let Some(t) = self.tables.get_mut(&id) {
-                t.persisted_seqno = t.persisted_seqno.max(seqno);
-            }
-        }
-        for (id, t) in edit.range_dels_added {
-            let table = self
-                .tables
-                .get_mut(&id)
-                .ok_or_else(|| bad(format!("range tombstone added to unknown table {id}")))?;
-            table.range_dels.insert(t.seqno, t);
-        }
-        for (id, seqno) in edit.range_dels_dropped {
-            if let Some(t) = self.tables.get_mut(&id) {
-                t.range_dels.remove(&seqno);
-            }
-        }
-        for (id, generation) in edit.checkpointed {
-            if let Some(t) = self.tables.get_mut(&id) {
-                t.checkpoint_generation = t.checkpoint_generation.max(generation);
-            }
-        }
-        Ok(())
-    }
-}
+use crate::wal::segment;
 
 /// The seqno of the first batch in the log segments (in order), if any
 /// holds one: every commit from it on is in the log. A first record that
 /// does not parse gives None (the replay reports it).
+/// A segment of a newer log format is refused here, before its records are
+/// read as batches.
 fn first_logged_seqno(fs: &dyn Fs, dir: &Path, segments: &[u64]) -> Result<Option<u64>> {
     for &number in segments {
-        let mut reader = LogReader::new(fs.read_all(&dir.join(wal_name(number)))?);
-        while let Read::Record { data, .. } = reader.next() {
-            if parse_sync_mark(&data).is_none() {
-                return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
+        let path = dir.join(wal_name(number));
+        let mut reader = LogReader::new(fs.read_all(&path)?);
+        while let Read::Record { offset, data } = reader.next() {
+            match segment::classify(&data) {
+                segment::Record::Batch => {
+                    return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
+                }
+                segment::Record::Header { version } => {
+                    segment::check_header(&path, offset, version)?;
+                }
+                segment::Record::Mark { .. } => {}
             }
         }
     }
     Ok(None)
-}
-
-fn read_manifest(fs: &dyn Fs, dir: &Path, wal_recovery: WalRecovery) -> Result<(u64, Recovered)> {
-    let current_path = dir.join(CURRENT);
-    let number = parse_current(&current_path, &fs.read_all(&current_path)?)?;
-    // CURRENT is written only once the manifest it names is durable: a
-    // name of a manifest that is not there is a damaged CURRENT (or a
-    // manifest lost), not a file the open should go looking for.
-    if !fs.exists(&dir.join(manifest_name(number)))? {
-        return Err(Error::corruption(
-            &current_path,
-            0,
-            format!(
-                "CURRENT names {}, which does not exist (with CURRENT moved aside, \
-                 `spinney --db DIR recover-current` names the newest manifest that \
-                 reads whole)",
-                manifest_name(number)
-            ),
-        ));
-    }
-    Ok((
-        number,
-        read_manifest_numbered(fs, dir, number, wal_recovery)?,
-    ))
-}
-
-/// The state manifest `number` records.
-fn read_manifest_numbered(
-    fs: &dyn Fs,
-    dir: &Path,
-    number: u64,
-    wal_recovery: WalRecovery,
-) -> Result<Recovered> {
-    let path = dir.join(manifest_name(number));
-    let mut reader = LogReader::new(fs.read_all(&path)?);
-    let mut state = Recovered::default();
-    loop {
-        match reader.next() {
-            Read::Record { offset, data } => {
-                let edit = VersionEdit::decode(&data).map_err(|e| e.corruption(&path, offset))?;
-                state.apply(edit, &path, offset)?;
-            }
-            Read::End => break,
-            // The first record is synced before CURRENT names the manifest,
-            // so it can never be torn: damage there is corruption.
-            Read::Torn { offset, detail } if offset == 0 => {
-                return Err(Error::corruption(&path, offset, detail));
-            }
-            // A torn last edit was never acknowledged.
-            Read::Torn { .. } => break,
-            // The first record is synced before CURRENT names the manifest,
-            // and holds the whole catalog: damage there is corruption in
-            // every mode (keeping the edits before it would open an empty
-            // database over the old one's files).
-            Read::Corrupt { offset, detail } if offset == 0 => {
-                return Err(Error::corruption(&path, offset, detail));
-            }
-            Read::Corrupt { offset, detail } => {
-                if wal_recovery == WalRecovery::PointInTime {
-                    break;
-                }
-                // Each edit is synced, and then marked (`sync_and_mark`),
-                // before the next is written: damage that no mark follows
-                // is the edit a power loss interrupted (written in any
-                // state), never acknowledged. Damage a mark follows is
-                // corruption.
-                if !reader.has_empty_record_from(offset as usize) {
-                    break;
-                }
-                return Err(Error::corruption(&path, offset, detail));
-            }
-        }
-    }
-    Ok(state)
-}
-
-/// Refuses to make a new database in `dir`, which has no CURRENT, if it
-/// holds a database's files: a log segment that is not empty, an SST, a
-/// B-tree file, or a manifest that records a table. CURRENT lost, or
-/// deleted, must not turn into a new empty database that deletes the old
-/// files as garbage. An empty segment and a manifest that records no table
-/// (or does not read) are what a crash of the first open leaves (it makes
-/// the first segment, then the manifest, then CURRENT): there is no data
-/// then, and the new database is made over them.
-fn refuse_files_without_current(fs: &dyn Fs, dir: &Path, options: &Options) -> Result<()> {
-    let mut names = fs.list(dir)?;
-    names.sort_unstable();
-    let found: Vec<&String> = names
-        .iter()
-        .filter(|name| match parse_manifest_name(name) {
-            Some(n) => read_manifest_numbered(fs, dir, n, options.wal_recovery)
-                .is_ok_and(|state| !state.tables.is_empty()),
-            None if parse_numbered(name, "wal").is_some() => {
-                fs.open(&dir.join(name)).map_or(true, |f| !f.is_empty())
-            }
-            None => ["sst", "btree"]
-                .iter()
-                .any(|ext| parse_numbered(name, ext).is_some()),
-        })
-        .collect();
-    if found.is_empty() {
-        return Ok(());
-    }
-    const SHOWN: usize = 8;
-    let mut listed = found
-        .iter()
-        .take(SHOWN)
-        .map(|n| n.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    if found.len() > SHOWN {
-        listed.push_str(&format!(" and {} more", found.len() - SHOWN));
-    }
-    Err(Error::corruption(
-        dir.join(CURRENT),
-        0,
-        format!(
-            "CURRENT is missing, but the directory holds a database's files ({listed}): no new \
-             database is made over them. If only CURRENT was lost, `spinney --db {} \
-             recover-current` (`Db::recover_current`) points it at the newest manifest that \
-             reads whole",
-            dir.display()
-        ),
-    ))
-}
-
-/// Writes a lost CURRENT: it names the newest manifest in `dir` that reads
-/// whole. Refused if `dir` has a CURRENT, or no manifest reads.
-pub(super) fn recover_current(dir: &Path, options: &Options) -> Result<String> {
-    let fs = &*options.fs;
-    let _lock = fs.lock(&dir.join(LOCK))?;
-    if fs.exists(&dir.join(CURRENT))? {
-        return Err(Error::invalid(format!(
-            "{} has a CURRENT: there is nothing to recover",
-            dir.display()
-        )));
-    }
-    let mut manifests: Vec<u64> = fs
-        .list(dir)?
-        .iter()
-        .filter_map(|n| parse_manifest_name(n))
-        .collect();
-    manifests.sort_unstable_by(|a, b| b.cmp(a));
-    let mut why = Vec::new();
-    for number in manifests {
-        let name = manifest_name(number);
-        match read_manifest_numbered(fs, dir, number, WalRecovery::TornTailOnly) {
-            Ok(_) => {
-                write_current(fs, dir, &name)?;
-                return Ok(name);
-            }
-            Err(e) => why.push(format!("{name}: {e}")),
-        }
-    }
-    if why.is_empty() {
-        why.push("there is none".into());
-    }
-    Err(Error::corruption(
-        dir.join(CURRENT),
-        0,
-        format!(
-            "no manifest reads whole to name in CURRENT: {}",
-            why.join("; ")
-        ),
-    ))
 }
 
 pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
@@ -389,10 +126,18 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         (
             None,
             Recovered {
+                format: FORMAT_VERSION,
                 next_file_number: 1,
                 ..Recovered::default()
             },
         )
+    };
+    // A database keeps its format until the user asks for the newest
+    // (`Options::upgrade_format`): the build that wrote it can still open it.
+    let format = if options.upgrade_format {
+        FORMAT_VERSION
+    } else {
+        state.format
     };
     state.next_file_number = state
         .next_file_number
@@ -513,7 +258,13 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         let mut reader = LogReader::new(fs.read_all(&path)?);
         loop {
             match reader.next() {
-                Read::Record { data, .. } if parse_sync_mark(&data).is_some() => {}
+                Read::Record { offset, data }
+                    if segment::classify(&data) != segment::Record::Batch =>
+                {
+                    if let segment::Record::Header { version } = segment::classify(&data) {
+                        segment::check_header(&path, offset, version)?;
+                    }
+                }
                 Read::Record { offset, data } => {
                     let batch = DecodedBatch::parse(&data)
                         .and_then(|b| b.validate().map(|()| b))
@@ -631,6 +382,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             lock,
             last_seqno,
             state.next_file_number,
+            format,
             VersionSet {
                 manifest: None,
                 manifest_number: old_manifest.unwrap_or(0),
@@ -669,6 +421,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let wal_number = next_file_number + 1;
     next_file_number += 2;
     let snapshot = WholeState {
+        format,
         tables: &catalog,
         next_table_id: state.next_table_id,
         next_file_number,
@@ -681,11 +434,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     .edit()
     .encode();
     // The new segment first: a manifest names only a segment that exists.
-    let wal_writer = LogWriter::new(fs.create_log(
-        &dir.join(wal_name(wal_number)),
-        options.wal_segment_size,
-        options.log_writes,
-    )?);
+    let wal_writer =
+        super::log::create_segment(&*fs, &dir.join(wal_name(wal_number)), &options, format)?;
     fs.sync_dir(dir)?;
     let manifest = start_manifest(&*fs, dir, manifest_number, &[&snapshot])?;
 
@@ -720,6 +470,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         lock,
         last_seqno,
         next_file_number,
+        format,
         vs,
         wal,
     ))
@@ -737,6 +488,7 @@ fn inner(
     lock: Box<dyn crate::fs::FileLock>,
     last_seqno: u64,
     next_file_number: u64,
+    format: u32,
     vs: VersionSet,
     wal: Wal,
 ) -> DbInner {
@@ -750,6 +502,7 @@ fn inner(
         lock: Mutex::new(Some(lock)),
         last_seqno: AtomicU64::new(last_seqno),
         next_file_number: AtomicU64::new(next_file_number),
+        format,
         visible_seqno: AtomicU64::new(last_seqno),
         writers: Mutex::new(VecDeque::new()),
         commit: Mutex::new(()),
@@ -773,6 +526,7 @@ mod tests {
     use crate::fs::OsFs;
     use crate::mvcc::key::Kind;
     use crate::wal::batch::BatchRep;
+    use crate::wal::writer::LogWriter;
 
     #[test]
     fn a_well_framed_batch_with_seqnos_out_of_range_is_corruption_not_a_panic() {

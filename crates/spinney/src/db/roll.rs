@@ -20,11 +20,13 @@ use std::sync::atomic::Ordering;
 use super::{Core, DbInner, VersionSet};
 use crate::error::Result;
 use crate::file_names::manifest_name;
-use crate::manifest::{start_manifest, LogStart, VersionEdit};
+use crate::manifest::{start_manifest, LogStart, VersionEdit, FORMAT_UNNUMBERED};
 
 /// What the first record of a manifest holds: the counters of the database
 /// and every table with its options, its flushed seqno and its files.
 pub(crate) struct WholeState<'a> {
+    /// The database's format, named by the record when it is 2 or later.
+    pub format: u32,
     /// Every live table, by name.
     pub tables: &'a BTreeMap<String, Core>,
     pub next_table_id: u32,
@@ -40,6 +42,7 @@ impl WholeState<'_> {
     /// The edit that, applied to an empty database, rebuilds this state.
     pub(crate) fn edit(&self) -> VersionEdit {
         let mut edit = VersionEdit {
+            format: (self.format > FORMAT_UNNUMBERED).then_some(self.format),
             next_file_number: Some(self.next_file_number),
             last_seqno: Some(self.last_seqno),
             log_number: Some(self.log_start.segment),
@@ -84,6 +87,7 @@ pub(super) fn roll(vs: &mut VersionSet, db: &DbInner, edit: &VersionEdit) -> Res
     // it), so recovery starts at the oldest closed one, or the open one.
     let log_start = { db.wal.lock().oldest_needed() };
     let snapshot = WholeState {
+        format: db.format,
         tables: &vs.tables,
         next_table_id: vs.next_table_id,
         next_file_number: db.next_file_number.load(Ordering::Acquire),

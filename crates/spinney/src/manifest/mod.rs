@@ -45,6 +45,38 @@ mod tag {
     pub const LOG_START: u32 = 11;
     pub const ADD_RANGE_DEL: u32 = 12;
     pub const DROP_RANGE_DEL: u32 = 13;
+    pub const FORMAT: u32 = 14;
+}
+
+/// The database format this build writes for a new database, and the
+/// newest it reads. It is the manifest's version, the first field of the
+/// first record of every manifest of format 2 or later (tag 14, never
+/// moved: `peek_format` reads it before anything else), and it says which
+/// version of each kind of file the database's writers write
+/// (docs/format.md, "Format versions"). A manifest without it is format 1.
+///
+/// - 1: log segments without a header, a manifest without its format.
+/// - 2: log segments begin with a header naming their version
+///   (`wal::segment`), and manifests with the format.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The format of a manifest written before formats were numbered.
+pub(crate) const FORMAT_UNNUMBERED: u32 = 1;
+
+/// The format a manifest's first record names, read from its first field
+/// alone, so that a manifest of a newer format is refused by its number
+/// before any field this build does not know is met. None: the record does
+/// not begin with the format (a manifest of format 1, or bytes that the
+/// full decoding will judge).
+pub(crate) fn peek_format(first_record: &[u8]) -> Option<u32> {
+    let mut d = Decoder::new(first_record);
+    if d.varint32().ok()? != tag::FORMAT {
+        return None;
+    }
+    let payload = d
+        .length_prefixed(limits::MANIFEST_RECORD_BYTES_MAX, "manifest field length")
+        .ok()?;
+    Decoder::new(payload).varint32().ok()
 }
 
 /// A table as the catalog records it.
@@ -83,6 +115,9 @@ pub(crate) struct LogStart {
 /// A change to the database's state. Applied in order, edits rebuild it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {
+    /// The database's format (`FORMAT_VERSION`): only in a manifest's first
+    /// record, as its first field; absent in format 1.
+    pub format: Option<u32>,
     pub next_file_number: Option<u64>,
     pub last_seqno: Option<u64>,
     /// WAL segments numbered below this hold nothing that is not persisted.
@@ -148,6 +183,9 @@ impl VersionEdit {
             fill(&mut p);
             put_field(out, tag, &p);
         };
+        if let Some(v) = self.format {
+            field(&mut out, tag::FORMAT, &|p| put_varint32(p, v));
+        }
         if let Some(v) = self.next_file_number {
             field(&mut out, tag::NEXT_FILE_NUMBER, &|p| put_varint64(p, v));
         }
@@ -262,6 +300,15 @@ impl VersionEdit {
                 what: e.what,
             };
             match t {
+                tag::FORMAT if field_start == 0 => {
+                    edit.format = Some(p.varint32().map_err(shift)?);
+                }
+                tag::FORMAT => {
+                    return Err(DecodeError {
+                        offset: field_start,
+                        what: "the database format in a manifest field that is not the first",
+                    })
+                }
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(p.varint64().map_err(shift)?),
                 tag::LAST_SEQNO => edit.last_seqno = Some(p.varint64().map_err(shift)?),
                 tag::LOG_NUMBER => edit.log_number = Some(p.varint64().map_err(shift)?),
@@ -550,6 +597,7 @@ mod tests {
 
     fn sample() -> VersionEdit {
         VersionEdit {
+            format: Some(FORMAT_VERSION),
             next_file_number: Some(12),
             last_seqno: Some(1 << 40),
             log_number: Some(9),
@@ -601,6 +649,29 @@ mod tests {
             VersionEdit::decode(&[]).expect("empty"),
             VersionEdit::default()
         );
+    }
+
+    #[test]
+    fn golden_bytes_of_the_format_and_its_place() {
+        // Goal: the format is the first field (tag 14), readable alone
+        // before anything a newer build may add after it, and nowhere else.
+        let e = VersionEdit {
+            format: Some(2),
+            next_file_number: Some(5),
+            ..VersionEdit::default()
+        };
+        let bytes = e.encode();
+        assert_eq!(bytes, [0x0E, 0x01, 0x02, 0x01, 0x01, 0x05]);
+        assert_eq!(peek_format(&bytes), Some(2));
+        // A newer format is read from its first field even when a field this
+        // build does not know follows.
+        assert_eq!(peek_format(&[0x0E, 0x01, 0x09, 0x63, 0x00]), Some(9));
+        let (format_field, rest) = bytes.split_at(3);
+        assert_eq!(peek_format(rest), None);
+        assert_eq!(peek_format(&[]), None);
+        let later = [rest, format_field].concat();
+        let err = VersionEdit::decode(&later).expect_err("refused");
+        assert_eq!(err.offset, 3, "{err:?}");
     }
 
     #[test]

@@ -12,4 +12,5 @@
 pub(crate) mod batch;
 pub(crate) mod format;
 pub(crate) mod reader;
+pub(crate) mod segment;
 pub(crate) mod writer;

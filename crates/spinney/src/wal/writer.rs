@@ -11,6 +11,10 @@ pub(crate) struct LogWriter {
     /// Bytes used in the current block.
     block_offset: usize,
     scratch: Vec<u8>,
+    /// A record written just before the first record appended (a log
+    /// segment's header), so that a file nothing was appended to stays
+    /// empty.
+    first: Option<Vec<u8>>,
 }
 
 impl LogWriter {
@@ -20,12 +24,26 @@ impl LogWriter {
             file,
             block_offset,
             scratch: Vec::new(),
+            first: None,
+        }
+    }
+
+    /// A writer of a new file whose first record, written just before the
+    /// first record appended, is `header`: a file it is dropped from with
+    /// nothing appended stays empty.
+    pub(crate) fn with_header(file: Box<dyn WritableFile>, header: &[u8]) -> LogWriter {
+        LogWriter {
+            first: Some(header.to_vec()),
+            ..LogWriter::new(file)
         }
     }
 
     /// Appends one record. It reaches the OS at the next `flush` or `sync`
     /// (or earlier, when the file's buffer fills).
     pub(crate) fn add_record(&mut self, record: &[u8]) -> Result<()> {
+        if let Some(header) = self.first.take() {
+            self.add_record(&header)?;
+        }
         self.scratch.clear();
         let mut rest = record;
         let mut first = true;

@@ -59,8 +59,13 @@ pub(crate) fn create(
 /// The newest valid header slot of `file`, a file of pages of
 /// `page_size` bytes of table `table_id` (None if neither is valid), and
 /// what is wrong with each slot that is not.
+///
+/// A slot of a newer format (`Checkpoint::newer_version`) is
+/// `Error::NewerFormat`, whatever the other holds: the file was written by
+/// a newer spinney, and its older slot is not its newest state.
 pub(crate) fn newest_header(
     file: &dyn PagedFile,
+    path: &Path,
     page_size: usize,
     table_id: u32,
 ) -> Result<(Option<Checkpoint>, String)> {
@@ -69,6 +74,14 @@ pub(crate) fn newest_header(
     for slot in 0..2u64 {
         let mut b = vec![0u8; HEADER_BYTES];
         let n = file.read_at(slot * page_size as u64, &mut b)?;
+        if let Some(found) = Checkpoint::newer_version(b.get(..n).unwrap_or(&[])) {
+            return Err(Error::newer_format(
+                path,
+                "B-tree file",
+                found,
+                format::HEADER_VERSION,
+            ));
+        }
         match Checkpoint::decode(b.get(..n).unwrap_or(&[]), page_size, table_id) {
             Ok(c) if best.is_none_or(|b| c.generation > b.generation) => best = Some(c),
             Ok(_) => {}
@@ -98,6 +111,14 @@ pub(crate) fn open_any(
             let (size, table_id) = (format::u32_at(b, 12) as usize, format::u32_at(b, 16));
             if size != page_size {
                 continue;
+            }
+            if let Some(found) = Checkpoint::newer_version(b) {
+                return Err(Error::newer_format(
+                    path,
+                    "B-tree file",
+                    found,
+                    format::HEADER_VERSION,
+                ));
             }
             if let Ok(c) = Checkpoint::decode(b, page_size, table_id) {
                 if best.is_none_or(|(b, _)| c.generation > b.generation) {

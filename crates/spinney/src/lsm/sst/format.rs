@@ -194,6 +194,9 @@ impl Footer {
             ));
         }
         let version = encoding::get_u32_at(buf, FOOTER_HANDLES_BYTES).unwrap_or(0);
+        if version > FORMAT_VERSION {
+            return Err(Error::newer_format(file, "SST", version, FORMAT_VERSION));
+        }
         if version != FORMAT_VERSION {
             return Err(Error::corruption(
                 file,
@@ -514,15 +517,28 @@ mod tests {
             other => panic!("expected corruption, got {other:?}"),
         }
 
-        // An unknown version with a valid checksum.
-        let mut bad = good.to_vec();
-        if let Some(b) = bad.get_mut(60) {
-            *b = 2;
+        // A version with a valid checksum: a newer one is refused naming
+        // both versions, version 0 (never written) is corruption.
+        let with_version = |v: u8| {
+            let mut bad = good.to_vec();
+            if let Some(b) = bad.get_mut(60) {
+                *b = v;
+            }
+            bad.truncate(72);
+            let crc = encoding::crc32c(&bad);
+            bad.extend_from_slice(&crc.to_le_bytes());
+            bad
+        };
+        match Footer::decode(&with_version(2), path(), base) {
+            Err(Error::NewerFormat {
+                what,
+                found,
+                supported,
+                ..
+            }) => assert_eq!((what, found, supported), ("SST", 2, FORMAT_VERSION)),
+            other => panic!("expected a newer format, got {other:?}"),
         }
-        bad.truncate(72);
-        let crc = encoding::crc32c(&bad);
-        bad.extend_from_slice(&crc.to_le_bytes());
-        match Footer::decode(&bad, path(), base) {
+        match Footer::decode(&with_version(0), path(), base) {
             Err(Error::Corruption { offset, detail, .. }) => {
                 assert_eq!(offset, base + 60);
                 assert!(detail.contains("version"), "{detail}");
