@@ -198,9 +198,15 @@ pub fn batch_record(data: &[u8]) {
 }
 
 /// A manifest record (one version edit); re-encoding what decodes gives
-/// it back.
+/// it back, and the format read alone (`peek_format`, which an open reads
+/// first) is the one the whole record names.
 pub fn manifest_edit(data: &[u8]) {
+    let peeked = crate::manifest::peek_format(data);
     if let Ok(edit) = VersionEdit::decode(data) {
+        assert!(
+            peeked == edit.format,
+            "the format read alone is not the record's"
+        );
         let again = VersionEdit::decode(&edit.encode());
         assert!(
             again.as_ref() == Ok(&edit),
@@ -750,7 +756,8 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     match name {
         "log_segment" => {
             let (file, out) = mem_writable();
-            let mut w = LogWriter::new(Box::new(file));
+            let header = crate::wal::segment::encode_header(crate::wal::segment::LOG_VERSION);
+            let mut w = LogWriter::with_header(Box::new(file), &header);
             for i in 0..3 {
                 let _ = w.add_record(&batch);
                 // A sync mark after each, as after a sync; and the
@@ -765,6 +772,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "batch_record" => vec![batch],
         "manifest_edit" => {
             let edit = VersionEdit {
+                format: Some(crate::manifest::FORMAT_VERSION),
                 next_file_number: Some(12),
                 last_seqno: Some(1 << 40),
                 log_number: Some(9),
@@ -941,8 +949,9 @@ mod tests {
             _ => None,
         })
         .count();
-        // Three batches, a sync mark after each, and an empty record.
-        assert_eq!(records, 7);
+        // The segment header, three batches, a sync mark after each, and
+        // an empty record.
+        assert_eq!(records, 8);
         assert!(VersionEdit::decode(&seeds("manifest_edit").remove(0)).is_ok());
         let file: Arc<dyn RandomAccessFile> = Arc::new(mem_file(seeds("sst_file").remove(0)));
         let sst = Sst::open(file, 1, Arc::new(Cache::new(1 << 20))).expect("an SST");
