@@ -70,6 +70,11 @@ pub(crate) enum State {
     Dirty,
     /// It cannot leave now (in use).
     Busy,
+    /// It holds changes its owner will never write (a B-tree page the
+    /// log's replay changed in a read-only open): it stays as long as the
+    /// cache does, beside the budget (`Cache::kept`), and the hand passes
+    /// it by from then on.
+    Kept,
 }
 
 /// A value the cache holds: an SST block, a B-tree page. The cache charges
@@ -155,6 +160,8 @@ enum Choice {
     Evict,
     HandBack,
     Pass,
+    /// Counted beside the budget, and passed by for good.
+    Keep,
 }
 
 fn choose(state: State, may_hand_back: bool) -> Choice {
@@ -162,6 +169,7 @@ fn choose(state: State, may_hand_back: bool) -> Choice {
         State::Clean => Choice::Evict,
         State::Dirty if may_hand_back => Choice::HandBack,
         State::Dirty | State::Busy => Choice::Pass,
+        State::Kept => Choice::Keep,
     }
 }
 
@@ -178,6 +186,10 @@ pub(crate) struct Cache {
     handed_back_bytes: AtomicU64,
     /// Bytes owners keep in the cache on purpose (`try_pin`).
     pinned: AtomicU64,
+    /// Bytes of entries that will never leave (`State::Kept`): the budget
+    /// is over the rest, so that they do not make every insert sweep the
+    /// cache for room they hold.
+    kept: AtomicU64,
     /// Hits counted by readers that found their entry without the map (B-tree
     /// pages found through a frame table): striped, as those readers share
     /// nothing else.
@@ -218,6 +230,9 @@ struct Cached {
     referenced: bool,
     /// Its place in `Shard::slots`.
     slot: usize,
+    /// Said `State::Kept`: its charge is in `Cache::kept`, and the hand
+    /// passes it by.
+    kept: bool,
 }
 
 /// A place on the clock's ring: the key it holds, or none (free).
@@ -231,6 +246,8 @@ enum Swept {
     /// shard's lock is let go (freeing its bytes is not the shard's work).
     Evicted(Arc<dyn Entry>, u64),
     HandedBack(HandedBack),
+    /// The entry will never leave: its charge is counted beside the budget.
+    Kept(u64),
     Nothing,
 }
 
@@ -253,6 +270,7 @@ impl Cache {
             handed_back: Mutex::new(Vec::new()),
             handed_back_bytes: AtomicU64::new(0),
             pinned: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
             hits_elsewhere: Striped::default(),
         }
     }
@@ -389,7 +407,9 @@ impl Cache {
     pub(crate) fn shrink(&self) {
         let mut failures = 0;
         while self.usage.load(Ordering::Relaxed)
-            > self.capacity + self.handed_back_bytes.load(Ordering::Relaxed)
+            > self.capacity
+                + self.handed_back_bytes.load(Ordering::Relaxed)
+                + self.kept.load(Ordering::Relaxed)
             && failures < 2 * SHARDS
         {
             let i = self.hand.fetch_add(1, Ordering::Relaxed) % SHARDS;
@@ -409,6 +429,10 @@ impl Cache {
                     self.handed_back_bytes
                         .fetch_add(handed.2, Ordering::Relaxed);
                     self.handed_back.lock().push(handed);
+                }
+                Swept::Kept(charge) => {
+                    failures = 0;
+                    self.kept.fetch_add(charge, Ordering::Relaxed);
                 }
                 Swept::Nothing => failures += 1,
             }
@@ -521,6 +545,7 @@ impl Shard {
                 charge,
                 referenced: false,
                 slot,
+                kept: false,
             },
         );
     }
@@ -542,6 +567,10 @@ impl Shard {
     /// another.
     fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
         let cached = self.map.remove(key)?;
+        // A kept entry never leaves: its owner never writes it, and the
+        // cache removes only what is clean or its owner erased (a file a
+        // read-only open never deletes).
+        debug_assert!(!cached.kept, "a kept entry left the cache");
         if let Some(s) = self.slots.get_mut(cached.slot) {
             s.key = None;
         }
@@ -571,6 +600,9 @@ impl Shard {
             let Some(cached) = self.map.get_mut(&key) else {
                 continue;
             };
+            if cached.kept {
+                continue;
+            }
             if cached.referenced || cached.entry.take_touched() {
                 cached.referenced = false;
                 continue;
@@ -593,6 +625,10 @@ impl Shard {
                 }
                 Choice::HandBack => {
                     return Swept::HandedBack((key, Arc::clone(e), cached.charge));
+                }
+                Choice::Keep => {
+                    cached.kept = true;
+                    return Swept::Kept(cached.charge);
                 }
             }
         }
@@ -777,5 +813,40 @@ mod tests {
         assert!(cache.get::<Page>(&(1, 0)).is_some());
         assert!(cache.take_handed_back().is_empty());
         assert!(cache.stats().usage_bytes <= 2000);
+    }
+
+    /// A page its owner will never write (a read-only open's replay).
+    #[derive(Debug)]
+    struct KeptPage;
+
+    impl Entry for KeptPage {
+        fn state(&self, _shared: bool) -> State {
+            State::Kept
+        }
+    }
+
+    #[test]
+    fn kept_entries_stay_beside_the_budget_and_the_rest_is_kept_within_it() {
+        // Goal: entries that will never leave neither leave nor count
+        // against the budget, so that the clean entries around them are
+        // evicted down to the budget, and the hand stops passing them
+        // (each is swept as kept once).
+        let cache = Cache::new(2000);
+        for i in 0..50u64 {
+            cache.insert((1, i), Arc::new(KeptPage), 100);
+        }
+        for i in 0..100u64 {
+            cache.insert((2, i), value(i), 100);
+        }
+        for i in 0..50u64 {
+            assert!(
+                cache.get::<KeptPage>(&(1, i)).is_some(),
+                "kept entry {i} left"
+            );
+        }
+        assert!(cache.take_handed_back().is_empty());
+        assert_eq!(cache.kept.load(Ordering::Relaxed), 5000);
+        let usage = cache.stats().usage_bytes;
+        assert!((5000..=7000).contains(&usage), "usage {usage}");
     }
 }

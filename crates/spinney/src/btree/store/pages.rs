@@ -342,6 +342,11 @@ impl Entry for Frame {
             return State::Busy;
         }
         if page.dirty.load(Ordering::Acquire) {
+            // A read-only open never writes a page: what the log's replay
+            // changed stays until the database is dropped.
+            if self.file.read_only {
+                return State::Kept;
+            }
             // A table whose page write failed takes no more writes until
             // reopened: its pages are not handed back to fail again.
             if self.file.failed.lock().is_some() {
@@ -516,7 +521,8 @@ impl PageFile {
     pub(crate) fn write_page(&self, pgno: u64, image: &[u8]) -> Result<()> {
         if self.read_only {
             return Err(Error::Unsupported(format!(
-                "{}: the database was opened read-only, and replaying its log would write                  B-tree page {pgno} (a value too large for a leaf); open it for writing once",
+                "{}: the database was opened read-only, and replaying its log would write \
+                 B-tree page {pgno} (a value too large for a leaf); open it for writing once",
                 self.file.path().display()
             )));
         }
