@@ -1791,3 +1791,60 @@ fn a_descent_begun_before_a_checkpoint_does_not_read_reused_pages() {
         assert_eq!(t.get(&key(i)).expect("get"), Some(vec![want; 100]), "{i}");
     }
 }
+
+#[test]
+fn shape_and_stats_tell_the_durable_images_pages_from_the_free_ones() {
+    // Goal: after a checkpoint, the pages a copy-on-write change replaces
+    // are the durable image's (reusable once the next checkpoint is
+    // durable), counted apart from the pages reusable now; a checkpoint
+    // makes them reusable.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        background_threads: 0,
+        autowork: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).expect("open");
+    let t = db
+        .create_table(
+            "t",
+            TableOptions {
+                page_size: 4096,
+                ..TableOptions::btree()
+            },
+        )
+        .expect("table");
+    let keys = 5_000u32;
+    for i in 0..keys {
+        t.put(format!("key{i:06}").as_bytes(), &[b'a'; 100])
+            .expect("put");
+    }
+    db.checkpoint().expect("checkpoint");
+    for i in 0..keys {
+        t.put(format!("key{i:06}").as_bytes(), &[b'b'; 100])
+            .expect("put");
+    }
+    let shape = t.shape().expect("shape").btree.expect("a B-tree");
+    let leaves = shape.leaf_pages;
+    assert!(leaves > 100, "{shape:?}");
+    // Every leaf was replaced: its durable copy is the image's.
+    assert!(shape.image_pages >= leaves, "{shape:?}");
+    assert!(shape.free_pages >= shape.image_pages, "{shape:?}");
+    let stats = db.stats();
+    let b = stats.tables[0].btree.as_ref().expect("B-tree stats");
+    assert_eq!(b.image_pages, shape.image_pages);
+    assert!(
+        stats.to_string().contains("after the next checkpoint"),
+        "{stats}"
+    );
+    assert!(shape_text(&t).contains("once the next checkpoint is durable"));
+
+    db.checkpoint().expect("checkpoint");
+    let after = t.shape().expect("shape").btree.expect("a B-tree");
+    assert_eq!(after.image_pages, 0, "{after:?}");
+    assert!(after.free_pages >= leaves, "{after:?}");
+}
+
+fn shape_text(t: &spinney::Table) -> String {
+    t.shape().expect("shape").to_string()
+}

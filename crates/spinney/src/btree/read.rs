@@ -201,6 +201,10 @@ pub struct BtreeShape {
     pub overflow_pages: u64,
     /// Free pages (reusable now or after the next checkpoint).
     pub free_pages: u64,
+    /// Of the free pages, those the durable image may still read (replaced
+    /// or freed since the last durable checkpoint): reusable once the next
+    /// checkpoint is durable. The rest are reusable now.
+    pub image_pages: u64,
     /// Versions in the leaves (a key may have several while snapshots or
     /// recent writes need them).
     pub entries: u64,
@@ -663,6 +667,7 @@ impl BtreeTable {
                 height,
                 file_bytes: st.space.page_count * self.store.file.page_size as u64,
                 free_pages: st.space.free_pages(),
+                image_pages: st.space.image_pages(),
                 page_size: self.store.file.page_size as u64,
                 ..BtreeShape::default()
             }
@@ -705,10 +710,16 @@ impl BtreeTable {
         Ok(shape)
     }
 
-    /// Cheap figures for stats, without walking the tree.
-    pub(crate) fn quick_shape(&self) -> (u32, u64, u64) {
+    /// Cheap figures for stats, without walking the tree: the height, the
+    /// file's pages, its free pages and of those the image's.
+    pub(crate) fn quick_shape(&self) -> (u32, u64, u64, u64) {
         let st = self.tree.lock();
         let (_, height) = self.root.read().place();
-        (height, st.space.page_count, st.space.free_pages())
+        (
+            height,
+            st.space.page_count,
+            st.space.free_pages(),
+            st.space.image_pages(),
+        )
     }
 }

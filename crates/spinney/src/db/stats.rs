@@ -158,6 +158,9 @@ pub struct BtreeStats {
     pub file_pages: u64,
     /// Free pages (now, or after the next checkpoint).
     pub free_pages: u64,
+    /// Of the free pages, those the durable image may still read:
+    /// reusable once the next checkpoint is durable.
+    pub image_pages: u64,
     /// The page size.
     pub page_size: u64,
     /// Page reads served by the cache.
@@ -280,6 +283,12 @@ impl fmt::Display for Shape {
                 f,
                 "pages      {} leaf, {} branch, {} overflow, {} free ({} bytes each)",
                 b.leaf_pages, b.branch_pages, b.overflow_pages, b.free_pages, b.page_size
+            )?;
+            writeln!(
+                f,
+                "free       {} reusable now, {} once the next checkpoint is durable",
+                b.free_pages.saturating_sub(b.image_pages),
+                b.image_pages
             )?;
             writeln!(f, "entries    {}", b.entries)?;
             writeln!(f, "fill       {:.1}%", b.fill * 100.0)?;
@@ -452,7 +461,7 @@ fn shape_of(sv: &SuperVersion) -> Shape {
 }
 
 pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
-    let (height, file_pages, free_pages) = t.quick_shape();
+    let (height, file_pages, free_pages, image_pages) = t.quick_shape();
     let c = &t.store.file.counters;
     let k = &t.counters;
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -463,6 +472,7 @@ pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
             height,
             file_pages,
             free_pages,
+            image_pages,
             page_size: t.store.file.page_size as u64,
             pages_from_cache: c.from_cache.get(),
             pages_from_storage: get(&c.from_storage),
@@ -639,8 +649,8 @@ impl fmt::Display for Stats {
                 writeln!(f, "table {} (B-tree)", t.name)?;
                 writeln!(
                     f,
-                    "  height {}, {} pages of {} bytes ({} free)",
-                    b.height, b.file_pages, b.page_size, b.free_pages
+                    "  height {}, {} pages of {} bytes ({} free, {} of them after the next checkpoint)",
+                    b.height, b.file_pages, b.page_size, b.free_pages, b.image_pages
                 )?;
                 writeln!(
                     f,

@@ -186,9 +186,19 @@ impl Space {
         }
     }
 
+    /// Pages no image the writer builds uses: free now, or once the
+    /// durable image no longer needs them (`image_pages`).
     pub(crate) fn free_pages(&self) -> u64 {
-        self.free.values().sum::<u64>()
-            + self.retired.iter().map(|r| r.1).sum::<u64>()
+        self.free.values().sum::<u64>() + self.image_pages()
+    }
+
+    /// Of the free pages, those the durable image (or a descent begun
+    /// before a checkpoint freed them) may still read: replaced since the
+    /// last freeze, waiting for a checkpoint to be durable, or unreachable
+    /// only for new descents. They are free once the next checkpoint is
+    /// durable: with `page_count`, the second image copy-on-write keeps.
+    pub(crate) fn image_pages(&self) -> u64 {
+        self.retired.iter().map(|r| r.1).sum::<u64>()
             + self.limbo.iter().map(|r| r.1).sum::<u64>()
             + self.early.values().sum::<u64>()
             + self.unreachable.iter().map(|r| r.1).sum::<u64>()
