@@ -618,7 +618,11 @@ pub struct Options {
     /// work. Every write, flush, checkpoint, compaction and table change is
     /// refused with `Error::ReadOnly`. `create_if_missing` does not apply;
     /// `error_if_exists` is refused beside it. What the log held for B-tree
-    /// tables stays in the cache, dirty, until the database is dropped.
+    /// tables stays in the cache, dirty, until the database is dropped,
+    /// beside the cache's budget: the open may hold more than
+    /// `cache_size`, by the pages the replay changed (those the log since
+    /// each table's last checkpoint touches; `checkpoint_wal_bytes` bounds
+    /// that log).
     pub read_only: bool,
     /// The durability of commits that do not say otherwise.
     pub durability: Durability,
