@@ -71,9 +71,9 @@ pub(crate) enum State {
     /// It cannot leave now (in use).
     Busy,
     /// It holds changes its owner will never write (a B-tree page the
-    /// log's replay changed in a read-only open): it stays as long as the
-    /// cache does, beside the budget (`Cache::kept`), and the hand passes
-    /// it by from then on.
+    /// log's replay changed in a read-only open): it stays until its owner
+    /// replaces or erases it, beside the budget (`Cache::kept`), and the
+    /// hand passes it by from then on.
     Kept,
 }
 
@@ -186,10 +186,10 @@ pub(crate) struct Cache {
     handed_back_bytes: AtomicU64,
     /// Bytes owners keep in the cache on purpose (`try_pin`).
     pinned: AtomicU64,
-    /// Bytes of entries that will never leave (`State::Kept`): the budget
-    /// is over the rest, so that they do not make every insert sweep the
-    /// cache for room they hold.
-    kept: AtomicU64,
+    /// Bytes of entries that will not leave (`State::Kept`): the budget is
+    /// over the rest, so that they do not make every insert sweep the
+    /// cache for room they hold. Shared with the shards.
+    kept: Arc<AtomicU64>,
     /// Hits counted by readers that found their entry without the map (B-tree
     /// pages found through a frame table): striped, as those readers share
     /// nothing else.
@@ -221,6 +221,9 @@ struct Shard {
     hand: usize,
     hits: u64,
     misses: u64,
+    /// The cache's count of kept bytes (`Cache::kept`), which the shard
+    /// raises as the hand finds a kept entry and lowers when one leaves.
+    kept: Arc<AtomicU64>,
 }
 
 struct Cached {
@@ -246,8 +249,8 @@ enum Swept {
     /// shard's lock is let go (freeing its bytes is not the shard's work).
     Evicted(Arc<dyn Entry>, u64),
     HandedBack(HandedBack),
-    /// The entry will never leave: its charge is counted beside the budget.
-    Kept(u64),
+    /// The entry will not leave: its charge is counted beside the budget.
+    Kept,
     Nothing,
 }
 
@@ -261,8 +264,16 @@ impl Cache {
     /// `insert`), beyond what pinned pages and the pages handed back hold. A
     /// capacity of 0 caches no block; pages in use are kept regardless.
     pub(crate) fn new(capacity: u64) -> Cache {
+        let kept = Arc::new(AtomicU64::new(0));
         Cache {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        kept: Arc::clone(&kept),
+                        ..Shard::default()
+                    })
+                })
+                .collect(),
             capacity,
             usage: AtomicU64::new(0),
             hand: AtomicUsize::new(0),
@@ -270,7 +281,7 @@ impl Cache {
             handed_back: Mutex::new(Vec::new()),
             handed_back_bytes: AtomicU64::new(0),
             pinned: AtomicU64::new(0),
-            kept: AtomicU64::new(0),
+            kept,
             hits_elsewhere: Striped::default(),
         }
     }
@@ -430,10 +441,7 @@ impl Cache {
                         .fetch_add(handed.2, Ordering::Relaxed);
                     self.handed_back.lock().push(handed);
                 }
-                Swept::Kept(charge) => {
-                    failures = 0;
-                    self.kept.fetch_add(charge, Ordering::Relaxed);
-                }
+                Swept::Kept => failures = 0,
                 Swept::Nothing => failures += 1,
             }
         }
@@ -567,10 +575,11 @@ impl Shard {
     /// another.
     fn remove(&mut self, key: &CacheKey) -> Option<(Arc<dyn Entry>, u64)> {
         let cached = self.map.remove(key)?;
-        // A kept entry never leaves: its owner never writes it, and the
-        // cache removes only what is clean or its owner erased (a file a
-        // read-only open never deletes).
-        debug_assert!(!cached.kept, "a kept entry left the cache");
+        // A kept entry leaves when its owner replaces it (a new page of the
+        // same number) or erases it.
+        if cached.kept {
+            self.kept.fetch_sub(cached.charge, Ordering::Relaxed);
+        }
         if let Some(s) = self.slots.get_mut(cached.slot) {
             s.key = None;
         }
@@ -628,7 +637,8 @@ impl Shard {
                 }
                 Choice::Keep => {
                     cached.kept = true;
-                    return Swept::Kept(cached.charge);
+                    self.kept.fetch_add(cached.charge, Ordering::Relaxed);
+                    return Swept::Kept;
                 }
             }
         }
@@ -848,5 +858,8 @@ mod tests {
         assert_eq!(cache.kept.load(Ordering::Relaxed), 5000);
         let usage = cache.stats().usage_bytes;
         assert!((5000..=7000).contains(&usage), "usage {usage}");
+        // One replaced by its owner leaves, and its bytes with it.
+        cache.insert_or_share((1, 0), value(0), 100, true);
+        assert_eq!(cache.kept.load(Ordering::Relaxed), 4900);
     }
 }
