@@ -141,10 +141,9 @@ impl Wal {
 
 /// Creates the log segment at `path` for a database of `format`: one of
 /// format 2 or later begins with its header (`wal::segment`), written with
-/// the segment's first record. A segment nothing was appended to stays
-/// empty, as an open that crashes leaves the one it made: only the newest
-/// segment may be torn, and an empty one has nothing to tear, whatever
-/// segments later opens make after it.
+/// the segment's first record, so that a segment nothing was appended to
+/// holds no record (a mapped one only its reservation's zeros), as a
+/// segment of format 1 does.
 pub(crate) fn create_segment(
     fs: &dyn Fs,
     path: &Path,

@@ -17,7 +17,12 @@
 //!    every old segment, and switch CURRENT to it (`start_manifest`, which
 //!    the manifest roll uses too);
 //! 5. start a new log segment; delete old segments, the old manifest, and
-//!    SSTs no table references.
+//!    SSTs no table references. Before the new segment is made, the newest
+//!    segment replayed is closed as a roll closes one: cut to its records
+//!    and synced. Only the newest segment may end in a torn or unsynced
+//!    tail (an older one is `Corruption` there), and an open that crashes
+//!    before step 4 completes leaves the one it replayed older than the one
+//!    it made.
 //!
 //! Until step 4 completes, the old manifest and segments still describe the
 //! database; after it, the new ones do and the old files are garbage.
@@ -239,9 +244,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut replayed = 0u64;
     // Whether `next_seqno` comes from the manifest (no record read yet).
     let mut expected_from_manifest = false;
+    // Where the replay of the newest segment ended before its last byte
+    // (a torn or unproven tail): the open cuts it there (below).
+    let mut newest_cut: Option<u64> = None;
+    let mut reached_newest = false;
     'segments: for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(wal_name(number));
         let is_last = i + 1 == segments.len();
+        reached_newest |= is_last;
         // The records of the segment the log starts at follow the seqno the
         // manifest recorded with it: a first segment emptied or cut short
         // shows as a jump from there to the first record found.
@@ -339,6 +349,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                         if !is_last {
                             break 'segments;
                         }
+                        newest_cut = Some(offset);
                         break;
                     }
                     return Err(Error::corruption(
@@ -365,6 +376,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                                 .is_none_or(|synced| synced <= read_through)
                         });
                     if unproven {
+                        newest_cut = Some(offset);
                         break;
                     }
                     return Err(Error::corruption(&path, offset, detail));
@@ -433,6 +445,20 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     .edit()
     .encode();
+    // The newest segment replayed is closed as a roll closes one, cut to
+    // its records and synced, before a newer segment exists: only the
+    // newest may end in a torn or unsynced tail, even if this open crashes
+    // before CURRENT names its manifest (the next open reads these
+    // segments again, and the one made below after them).
+    if reached_newest {
+        if let Some(&newest) = segments.last() {
+            let file = fs.open_paged(&dir.join(wal_name(newest)), false)?;
+            if let Some(at) = newest_cut {
+                file.set_len(at)?;
+            }
+            file.sync()?;
+        }
+    }
     // The new segment first: a manifest names only a segment that exists.
     let wal_writer =
         super::log::create_segment(&*fs, &dir.join(wal_name(wal_number)), &options, format)?;
