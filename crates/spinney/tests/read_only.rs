@@ -15,6 +15,14 @@ fn read_only() -> Options {
     }
 }
 
+/// A B-tree table of 4 KiB pages: more pages for the same data.
+fn btree_4k() -> TableOptions {
+    TableOptions {
+        page_size: 4096,
+        ..TableOptions::btree()
+    }
+}
+
 /// Every file of the directory, with its bytes.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
@@ -33,15 +41,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 fn make(dir: &Path) -> BTreeMap<(String, Vec<u8>), Vec<u8>> {
     let db = Db::open(dir, Options::default()).expect("open");
     let lsm = db.create_table("lsm", TableOptions::lsm()).expect("lsm");
-    let btree = db
-        .create_table(
-            "btree",
-            TableOptions {
-                page_size: 4096,
-                ..TableOptions::btree()
-            },
-        )
-        .expect("btree");
+    let btree = db.create_table("btree", btree_4k()).expect("btree");
     let mut model = BTreeMap::new();
     for round in 0..2 {
         for i in 0..500u32 {
@@ -196,15 +196,7 @@ fn a_read_only_open_that_would_write_a_b_tree_overflow_page_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        let t = db
-            .create_table(
-                "t",
-                TableOptions {
-                    page_size: 4096,
-                    ..TableOptions::btree()
-                },
-            )
-            .expect("table");
+        let t = db.create_table("t", btree_4k()).expect("table");
         t.put(b"big", &vec![9u8; 50_000]).expect("put");
         db.close().expect("close");
     }
@@ -238,15 +230,7 @@ fn a_read_only_open_whose_log_dirties_more_pages_than_the_cache_holds_opens_and_
     let key = |i: u32| format!("key{:08}", u64::from(i) * 7919 % u64::from(keys)).into_bytes();
     {
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        let t = db
-            .create_table(
-                "t",
-                TableOptions {
-                    page_size: 4096,
-                    ..TableOptions::btree()
-                },
-            )
-            .expect("table");
+        let t = db.create_table("t", btree_4k()).expect("table");
         for i in 0..keys {
             t.put(&key(i), &[b'a'; 100]).expect("put");
         }
