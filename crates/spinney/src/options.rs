@@ -703,6 +703,20 @@ pub struct Options {
     /// `Db::checkpoint`). The log is kept back to the oldest table's
     /// checkpoint, so this bounds replay at open. 64 MiB by default.
     pub checkpoint_wal_bytes: u64,
+    /// After the database has taken no write and no read for this long, a
+    /// background thread (or `Db::work`) looks at each B-tree table
+    /// written since its last look and gives its space back when its pages
+    /// hold less than 60% of its file (free pages, or leaves deletes
+    /// emptied; estimated from its branches and 64 of its leaves): it packs
+    /// the leaves, moves the pages at the file's end down into free ones
+    /// and cuts the file, as `compact_all` does. It holds writers back
+    /// while it packs or moves pages (for the whole table at once), which
+    /// is why it waits for the database to be idle; reads count as
+    /// activity, so that it does not compete with a phase of reads. `None`
+    /// (the default, as SQLite's `auto_vacuum` and WiredTiger's compact
+    /// are off unless asked for): never; space is given back only by
+    /// `compact_all`.
+    pub vacuum_after_idle: Option<std::time::Duration>,
     /// Raise an existing database of an older format to the newest this
     /// build writes (`spinney::FORMAT_VERSION`) at this open: the new
     /// manifest and log segments are written in it. Off by default: a
@@ -736,6 +750,7 @@ impl fmt::Debug for Options {
             .field("backpressure", &self.backpressure)
             .field("max_manifest_size", &self.max_manifest_size)
             .field("checkpoint_wal_bytes", &self.checkpoint_wal_bytes)
+            .field("vacuum_after_idle", &self.vacuum_after_idle)
             .field("upgrade_format", &self.upgrade_format)
             .field("fs", &self.fs)
             .finish()
@@ -762,6 +777,7 @@ impl Default for Options {
             backpressure: Backpressure::default(),
             max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
             checkpoint_wal_bytes: 64 << 20,
+            vacuum_after_idle: None,
             upgrade_format: false,
             fs: Arc::new(OsFs::new()),
         }

@@ -44,6 +44,8 @@ pub(crate) struct CheckpointCounters {
     pub micros: AtomicU64,
     pub pages: AtomicU64,
     pub bytes: AtomicU64,
+    /// Vacuums the idle database ran (`Options::vacuum_after_idle`).
+    pub idle_vacuums: AtomicU64,
 }
 
 impl BtreeTable {
@@ -151,6 +153,8 @@ impl BtreeTable {
             wal_bytes_at_checkpoint: AtomicU64::new(0),
             changes: AtomicU64::new(0),
             checkpointing: AtomicBool::new(false),
+            vacuuming: AtomicBool::new(false),
+            vacuumed_at_wal: AtomicU64::new(u64::MAX),
             counters: CheckpointCounters::default(),
         })
     }

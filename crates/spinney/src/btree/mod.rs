@@ -272,6 +272,12 @@ pub(crate) struct BtreeTable {
     pub changes: AtomicU64,
     /// A background checkpoint of this table is claimed (under `bg`).
     pub checkpointing: AtomicBool,
+    /// A background vacuum of this table is claimed (under `bg`).
+    pub vacuuming: AtomicBool,
+    /// The database's log bytes (`Counters::wal_bytes`) when this table's
+    /// last background vacuum ended (`u64::MAX` before the first): the idle
+    /// vacuum runs again only once the database has been written since.
+    pub vacuumed_at_wal: AtomicU64,
     pub counters: CheckpointCounters,
 }
 

@@ -36,6 +36,9 @@ use crate::error::Result;
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
+/// Leaves `estimate_use` reads to estimate how full the leaves are.
+const LEAVES_SAMPLED: usize = 64;
+
 /// Leaves made fresh and packed at a time by `pack_leaves`.
 const PACK_CHUNK: usize = 1024;
 
@@ -85,6 +88,42 @@ impl BtreeTable {
             self.tidy_leaving(st, horizon, self.store.file.image_len() / PACK_SLACK, 0)?;
         }
         Ok(leaves)
+    }
+
+    /// How much of the file the tree uses, estimated without reading every
+    /// leaf: the bytes of the file's data pages, and the bytes the tree's
+    /// pages hold (every branch read, and `LEAVES_SAMPLED` leaves spread
+    /// over the tree standing for all of them). For the idle vacuum, which
+    /// runs where the tree holds little of its file.
+    pub(crate) fn estimate_use(&self) -> Result<(u64, u64)> {
+        let leaves = parking_lot::Mutex::new(Vec::new());
+        let branches = parking_lot::Mutex::new(0u64);
+        self.routes(false, |pgno, page| {
+            match page {
+                None => leaves.lock().push(pgno),
+                Some(_) => *branches.lock() += 1,
+            }
+            false
+        })?;
+        let leaves = leaves.into_inner();
+        let image = self.store.file.image_len() as u64;
+        let step = leaves.len().div_ceil(LEAVES_SAMPLED).max(1);
+        let mut ctx = ReadContext::default();
+        let (mut sampled, mut used) = (0u64, 0u64);
+        for &pgno in leaves.iter().step_by(step) {
+            let frame = self.store.fetch(pgno, &mut ctx)?;
+            used += page::used(&frame.read().image) as u64;
+            sampled += 1;
+        }
+        let leaf_bytes = match sampled {
+            0 => 0,
+            n => used * leaves.len() as u64 / n,
+        };
+        let file = {
+            let st = self.tree.lock();
+            st.space.page_count.saturating_sub(FIRST_DATA_PAGE) * image
+        };
+        Ok((file, leaf_bytes + branches.into_inner() * image))
     }
 
     /// Walks the tree and returns, for each page `pick` chooses, the key

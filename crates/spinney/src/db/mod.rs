@@ -151,6 +151,10 @@ pub(crate) struct BgState {
     pub shutdown: bool,
     /// Jobs running now, in any thread.
     pub running: usize,
+    /// The database's activity (its log's bytes and its cache's lookups)
+    /// when the scheduler last saw it change, and when: the database is
+    /// idle while it stays (`work::idle_for`).
+    pub idle: Option<((u64, u64), std::time::Instant)>,
 }
 
 #[derive(Default)]

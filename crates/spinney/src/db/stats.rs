@@ -161,6 +161,8 @@ pub struct BtreeStats {
     /// Of the free pages, those the durable image may still read:
     /// reusable once the next checkpoint is durable.
     pub image_pages: u64,
+    /// Vacuums run by the idle database (`Options::vacuum_after_idle`).
+    pub idle_vacuums: u64,
     /// The page size.
     pub page_size: u64,
     /// Page reads served by the cache.
@@ -473,6 +475,7 @@ pub(super) fn btree_stats(t: &BtreeTable) -> TableStats {
             file_pages,
             free_pages,
             image_pages,
+            idle_vacuums: get(&k.idle_vacuums),
             page_size: t.store.file.page_size as u64,
             pages_from_cache: c.from_cache.get(),
             pages_from_storage: get(&c.from_storage),

@@ -47,15 +47,72 @@ pub(crate) enum Job {
     Flush(Arc<LsmTable>),
     Compact(Arc<LsmTable>, Compaction),
     Checkpoint(Arc<BtreeTable>),
+    /// `Options::vacuum_after_idle`: `vacuum_btree` of an idle table.
+    Vacuum(Arc<BtreeTable>),
 }
 
 impl Job {
     fn table_name(&self) -> &str {
         match self {
             Job::Flush(t) | Job::Compact(t, _) => &t.name,
-            Job::Checkpoint(t) => &t.name,
+            Job::Checkpoint(t) | Job::Vacuum(t) => &t.name,
         }
     }
+}
+
+/// A table whose file is smaller than this many pages is not vacuumed by
+/// itself.
+const VACUUM_FILE_PAGES_MIN: u64 = 64;
+
+/// The idle vacuum packs a table whose pages hold less than this share
+/// (in percent) of its file's bytes (`BtreeTable::estimate_use`): free
+/// pages, or leaves that deletes emptied. A tree of random inserts holds
+/// about 70-80% (its leaves' fill) and is left alone; after an overwrite
+/// and its checkpoint (two images) about 40%, after most keys are deleted
+/// less.
+const VACUUM_USED_PERCENT_MAX: u64 = 60;
+
+/// How long the database has been idle: no write (its log has not grown)
+/// and no read (its cache has counted no lookup), from what the scheduler
+/// saw at its last looks. Under the `bg` lock.
+fn idle_for(db: &DbInner, bg: &mut BgState) -> std::time::Duration {
+    let cache = db.cache.stats();
+    let activity = (
+        db.counters.wal_bytes.load(Ordering::Relaxed),
+        cache.hits + cache.misses,
+    );
+    let now = std::time::Instant::now();
+    match bg.idle {
+        Some((seen, since)) if seen == activity => now.saturating_duration_since(since),
+        _ => {
+            bg.idle = Some((activity, now));
+            std::time::Duration::ZERO
+        }
+    }
+}
+
+/// Whether `t` may be looked at by the idle vacuum: the database was
+/// written since its last look, and its file is large enough to bother.
+fn vacuum_due(db: &DbInner, t: &BtreeTable) -> bool {
+    let (_, file_pages, _, _) = t.quick_shape();
+    !t.dropped.load(Ordering::Acquire)
+        && t.vacuumed_at_wal.load(Ordering::Acquire)
+            != db.counters.wal_bytes.load(Ordering::Relaxed)
+        && file_pages >= VACUUM_FILE_PAGES_MIN
+}
+
+/// The idle vacuum of `t`: `vacuum_btree` if the tree holds less than
+/// `VACUUM_USED_PERCENT_MAX` of its file. Returns the bytes it wrote.
+fn vacuum_if_sparse(db: &DbInner, t: &BtreeTable) -> Result<u64> {
+    let (file, used) = t.estimate_use()?;
+    if used * 100 >= file * VACUUM_USED_PERCENT_MAX {
+        return Ok(0);
+    }
+    let written = || t.store.file.counters.bytes_written.load(Ordering::Relaxed);
+    let before = written();
+    vacuum_btree(db, t)?;
+    t.counters.idle_vacuums.fetch_add(1, Ordering::Relaxed);
+    Ok(written().saturating_sub(before))
 }
 
 /// Whether a B-tree table is due for a background checkpoint: it changed,
@@ -129,6 +186,20 @@ pub(crate) fn pick_job(
             }
         }
     }
+    // Then, in an idle database, a B-tree table whose free space is worth
+    // giving back.
+    if only.is_none() {
+        if let Some(after) = db.options.vacuum_after_idle {
+            if idle_for(db, bg) >= after {
+                for t in db.btrees() {
+                    if vacuum_due(db, &t) && !t.vacuuming.swap(true, Ordering::AcqRel) {
+                        bg.running += 1;
+                        return Some(Job::Vacuum(t));
+                    }
+                }
+            }
+        }
+    }
     // Then the compaction with the highest score over all tables.
     let mut best: Option<(Arc<LsmTable>, Compaction)> = None;
     for t in &tables {
@@ -175,6 +246,13 @@ fn finish(db: &DbInner, job: &Job) {
     match job {
         Job::Flush(t) => t.work.lock().flushing = false,
         Job::Checkpoint(t) => t.checkpointing.store(false, Ordering::Release),
+        Job::Vacuum(t) => {
+            t.vacuumed_at_wal.store(
+                db.counters.wal_bytes.load(Ordering::Relaxed),
+                Ordering::Release,
+            );
+            t.vacuuming.store(false, Ordering::Release);
+        }
         Job::Compact(t, c) => {
             for f in c.files() {
                 f.being_compacted.store(false, Ordering::Release);
@@ -202,6 +280,7 @@ pub(crate) fn run_claimed(db: &DbInner, job: Job) -> Result<u64> {
         Job::Flush(t) => flush_one(db, t).map_err(|e| ("flush", e)),
         Job::Compact(t, c) => job::compact(db, t, c).map_err(|e| ("compaction", e)),
         Job::Checkpoint(t) => run_checkpoint(db, t).map_err(|e| ("checkpoint", e)),
+        Job::Vacuum(t) => vacuum_if_sparse(db, t).map_err(|e| ("vacuum", e)),
     });
     let result = result.map_err(|(what, e)| {
         db.poison(format!(
