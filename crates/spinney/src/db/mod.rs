@@ -16,6 +16,7 @@
 //! earlier lock is taken under it.
 
 mod batch;
+mod btree_work;
 mod catalog;
 mod cleaner;
 mod core;

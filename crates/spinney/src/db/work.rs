@@ -43,6 +43,11 @@ use crate::manifest::{FileRecord, VersionEdit};
 use crate::mvcc::Horizon;
 use crate::read_context;
 
+pub(crate) use super::btree_work::{
+    checkpoint_due, checkpoint_if_overdue, checkpoint_table, drop_btree, vacuum_btree,
+};
+use super::btree_work::{idle_for, run_checkpoint, vacuum_due, vacuum_if_sparse};
+
 pub(crate) enum Job {
     Flush(Arc<LsmTable>),
     Compact(Arc<LsmTable>, Compaction),
@@ -58,76 +63,6 @@ impl Job {
             Job::Checkpoint(t) | Job::Vacuum(t) => &t.name,
         }
     }
-}
-
-/// A table whose file is smaller than this many pages is not vacuumed by
-/// itself.
-const VACUUM_FILE_PAGES_MIN: u64 = 64;
-
-/// The idle vacuum packs a table whose pages hold less than this share
-/// (in percent) of its file's bytes (`BtreeTable::estimate_use`): free
-/// pages, or leaves that deletes emptied. A tree of random inserts holds
-/// about 70-80% (its leaves' fill) and is left alone; after an overwrite
-/// and its checkpoint (two images) about 40%, after most keys are deleted
-/// less.
-const VACUUM_USED_PERCENT_MAX: u64 = 60;
-
-/// How long the database has been idle: no write (its log has not grown)
-/// and no read (its cache has counted no lookup), from what the scheduler
-/// saw at its last looks. Under the `bg` lock.
-fn idle_for(db: &DbInner, bg: &mut BgState) -> std::time::Duration {
-    let cache = db.cache.stats();
-    let activity = (
-        db.counters.wal_bytes.load(Ordering::Relaxed),
-        cache.hits + cache.misses,
-    );
-    let now = std::time::Instant::now();
-    match bg.idle {
-        Some((seen, since)) if seen == activity => now.saturating_duration_since(since),
-        _ => {
-            bg.idle = Some((activity, now));
-            std::time::Duration::ZERO
-        }
-    }
-}
-
-/// Whether `t` may be looked at by the idle vacuum: the database was
-/// written since its last look, and its file is large enough to bother.
-fn vacuum_due(db: &DbInner, t: &BtreeTable) -> bool {
-    let (_, file_pages, _, _) = t.quick_shape();
-    !t.dropped.load(Ordering::Acquire)
-        && t.vacuumed_at_wal.load(Ordering::Acquire)
-            != db.counters.wal_bytes.load(Ordering::Relaxed)
-        && file_pages >= VACUUM_FILE_PAGES_MIN
-}
-
-/// The idle vacuum of `t`: `vacuum_btree` if the tree holds less than
-/// `VACUUM_USED_PERCENT_MAX` of its file. Returns the bytes it wrote.
-fn vacuum_if_sparse(db: &DbInner, t: &BtreeTable) -> Result<u64> {
-    let (file, used) = t.estimate_use()?;
-    if used * 100 >= file * VACUUM_USED_PERCENT_MAX {
-        return Ok(0);
-    }
-    let written = || t.store.file.counters.bytes_written.load(Ordering::Relaxed);
-    let before = written();
-    vacuum_btree(db, t)?;
-    t.counters.idle_vacuums.fetch_add(1, Ordering::Relaxed);
-    Ok(written().saturating_sub(before))
-}
-
-/// Whether a B-tree table is due for a background checkpoint: it changed,
-/// and `checkpoint_wal_bytes` of log were written since its last one.
-pub(crate) fn checkpoint_due(db: &DbInner, t: &BtreeTable) -> bool {
-    checkpoint_behind(db, t, db.options.checkpoint_wal_bytes)
-}
-
-/// Whether a B-tree table changed and `bytes` of log were written since
-/// its last checkpoint froze.
-fn checkpoint_behind(db: &DbInner, t: &BtreeTable, bytes: u64) -> bool {
-    let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
-    !t.dropped.load(Ordering::Acquire)
-        && t.has_changes()
-        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire)) >= bytes
 }
 
 /// What `Db::work` did.
@@ -406,83 +341,6 @@ pub(crate) fn wait_idle(db: &DbInner) -> Result<()> {
     }
 }
 
-/// Whether a B-tree table's checkpoint is so far behind (four times
-/// `checkpoint_wal_bytes` of log) that writers to it do it themselves.
-pub(crate) fn checkpoint_overdue(db: &DbInner, t: &BtreeTable) -> bool {
-    checkpoint_behind(db, t, db.options.checkpoint_wal_bytes.saturating_mul(4))
-}
-
-/// Checkpoints a B-tree table in this thread (see `BtreeTable::checkpoint`);
-/// returns the bytes written. Writers are held back by the commit lock only
-/// while the checkpoint freezes the tree.
-fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
-    let pages = t.checkpoint(
-        || {
-            let guard = db.commit.lock();
-            (
-                guard,
-                db.last_seqno.load(Ordering::Acquire),
-                db.counters.wal_bytes.load(Ordering::Relaxed),
-            )
-        },
-        |seqno| log::sync_to(db, seqno),
-        |generation| {
-            let edit = VersionEdit {
-                checkpointed: vec![(t.id, generation)],
-                ..VersionEdit::default()
-            };
-            db.vs.lock().log(db, &edit)
-        },
-    )?;
-    log::delete_obsolete(db);
-    Ok(pages * t.store.file.page_size as u64)
-}
-
-/// `Db::checkpoint` and `Table::flush` of a B-tree table: a checkpoint in
-/// the caller's thread (waiting for one running in the background). A
-/// failure poisons the database.
-pub(crate) fn checkpoint_table(db: &DbInner, t: &BtreeTable) -> Result<u64> {
-    db.check_writable()?;
-    read_context::suspended(|| run_checkpoint(db, t)).inspect_err(|e| {
-        db.poison(format!("checkpoint of table {:?} failed: {e}", t.name));
-    })
-}
-
-/// `compact_all` of a B-tree table, after its checkpoint (see
-/// `btree::vacuum`): prunes and packs every leaf, and checkpoints, so that
-/// the pages the leaves left are free. Then moves the pages at the end of
-/// the file to free pages before them, and checkpoints twice: the first
-/// makes the moves durable; the second finds the pages they left free and
-/// cuts the file before them. A move copies the pages above a moved page
-/// too, which may land past the cut: the rounds of moves repeat (three at
-/// most) while the file shrinks. A failure poisons the database.
-pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
-    let under_commit_lock = |what: &str, step: &dyn Fn(&Horizon) -> Result<u64>| {
-        let _commit = db.commit.lock();
-        db.check_writable()?;
-        step(&db.horizon()).inspect_err(|e| {
-            db.poison(format!("{what} of table {:?} failed: {e}", t.name));
-        })
-    };
-    if under_commit_lock("packing the leaves", &|h| t.pack_leaves(h))? > 0 {
-        checkpoint_table(db, t)?;
-    }
-    let mut pages = t.quick_shape().1;
-    for _ in 0..3 {
-        let moved = under_commit_lock("moving the pages", &|h| t.vacuum(h))?;
-        if moved > 0 {
-            checkpoint_table(db, t)?;
-        }
-        checkpoint_table(db, t)?;
-        let now = t.quick_shape().1;
-        if moved == 0 || now >= pages {
-            break;
-        }
-        pages = now;
-    }
-    Ok(())
-}
-
 /// A manual compaction of a B-tree table: compacting it all packs its
 /// leaves and gives space back (`vacuum_btree`); a B-tree has no levels to
 /// compact one of.
@@ -491,43 +349,6 @@ pub(crate) fn compact_btree(db: &DbInner, t: &BtreeTable, manual: Manual) -> Res
         Manual::All => vacuum_btree(db, t),
         Manual::Level(_) => Ok(()),
     }
-}
-
-/// Checkpoints `t` in the caller's thread if its checkpoint is overdue
-/// (`checkpoint_overdue`), counted as a stop.
-pub(crate) fn checkpoint_if_overdue(db: &Arc<DbInner>, t: &Arc<BtreeTable>) -> Result<()> {
-    if checkpoint_overdue(db, t) {
-        let start = Instant::now();
-        checkpoint_table(db, t)?;
-        db.count_stop(start);
-    }
-    Ok(())
-}
-
-/// Drops a B-tree table: waits for its checkpoint, logs the drop, and
-/// removes its file and cached pages.
-pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
-    // Lock order: the table's checkpoint lock, then commit (as a checkpoint
-    // takes them), then vs.
-    let _checkpoints = t.lock_checkpoints();
-    let _commit = db.commit.lock();
-    let mut vs = db.vs.lock();
-    let edit = VersionEdit {
-        dropped: vec![t.id],
-        ..VersionEdit::default()
-    };
-    if let Err(e) = vs.log(db, &edit) {
-        drop(vs);
-        db.poison(format!("writing the manifest failed: {e}"));
-        return Err(e);
-    }
-    vs.tables.remove(&t.name);
-    t.dropped.store(true, Ordering::Release);
-    drop(vs);
-    db.cache.erase_owner(t.store.file.owner);
-    // A file left by a failed removal is an orphan the next open removes.
-    let _ = db.fs.remove(&t.path);
-    Ok(())
 }
 
 /// Makes room in an LSM table for a commit group: freezes a full memtable

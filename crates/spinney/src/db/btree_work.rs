@@ -1,0 +1,205 @@
+//! The B-tree tables' side of the work model: their checkpoints (due by
+//! log bytes, overdue ones run by writers, `Db::checkpoint`), the vacuum
+//! that gives a table's space back (`compact_all`, and the idle vacuum of
+//! `Options::vacuum_after_idle`), and dropping a table. The scheduler
+//! (`work.rs`) picks and runs these as jobs.
+//!
+//! Thread-safety: a checkpoint or a vacuum step holds the table's writer
+//! and, while it freezes or moves pages, the commit lock; claims
+//! (`checkpointing`, `vacuuming`) and the idleness (`BgState::idle`) are
+//! under the `bg` lock.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{log, BgState, DbInner};
+use crate::btree::BtreeTable;
+use crate::error::Result;
+use crate::manifest::VersionEdit;
+use crate::mvcc::Horizon;
+use crate::read_context;
+
+/// A table whose file is smaller than this many pages is not vacuumed by
+/// itself.
+const VACUUM_FILE_PAGES_MIN: u64 = 64;
+
+/// The idle vacuum packs a table whose pages hold less than this share
+/// (in percent) of its file's bytes (`BtreeTable::estimate_use`): free
+/// pages, or leaves that deletes emptied. A tree of random inserts holds
+/// about 70-80% (its leaves' fill) and is left alone; after an overwrite
+/// and its checkpoint (two images) about 40%, after most keys are deleted
+/// less.
+const VACUUM_USED_PERCENT_MAX: u64 = 60;
+
+/// How long the database has been idle: no write (its log has not grown)
+/// and no read (its cache has counted no lookup), from what the scheduler
+/// saw at its last looks. Under the `bg` lock.
+pub(crate) fn idle_for(db: &DbInner, bg: &mut BgState) -> std::time::Duration {
+    let cache = db.cache.stats();
+    let activity = (
+        db.counters.wal_bytes.load(Ordering::Relaxed),
+        cache.hits + cache.misses,
+    );
+    let now = std::time::Instant::now();
+    match bg.idle {
+        Some((seen, since)) if seen == activity => now.saturating_duration_since(since),
+        _ => {
+            bg.idle = Some((activity, now));
+            std::time::Duration::ZERO
+        }
+    }
+}
+
+/// Whether `t` may be looked at by the idle vacuum: the database was
+/// written since its last look, and its file is large enough to bother.
+pub(crate) fn vacuum_due(db: &DbInner, t: &BtreeTable) -> bool {
+    let (_, file_pages, _, _) = t.quick_shape();
+    !t.dropped.load(Ordering::Acquire)
+        && t.vacuumed_at_wal.load(Ordering::Acquire)
+            != db.counters.wal_bytes.load(Ordering::Relaxed)
+        && file_pages >= VACUUM_FILE_PAGES_MIN
+}
+
+/// The idle vacuum of `t`: `vacuum_btree` if the tree holds less than
+/// `VACUUM_USED_PERCENT_MAX` of its file. Returns the bytes it wrote.
+pub(crate) fn vacuum_if_sparse(db: &DbInner, t: &BtreeTable) -> Result<u64> {
+    let (file, used) = t.estimate_use()?;
+    if used * 100 >= file * VACUUM_USED_PERCENT_MAX {
+        return Ok(0);
+    }
+    let written = || t.store.file.counters.bytes_written.load(Ordering::Relaxed);
+    let before = written();
+    vacuum_btree(db, t)?;
+    t.counters.idle_vacuums.fetch_add(1, Ordering::Relaxed);
+    Ok(written().saturating_sub(before))
+}
+
+/// Whether a B-tree table is due for a background checkpoint: it changed,
+/// and `checkpoint_wal_bytes` of log were written since its last one.
+pub(crate) fn checkpoint_due(db: &DbInner, t: &BtreeTable) -> bool {
+    checkpoint_behind(db, t, db.options.checkpoint_wal_bytes)
+}
+
+/// Whether a B-tree table changed and `bytes` of log were written since
+/// its last checkpoint froze.
+pub(crate) fn checkpoint_behind(db: &DbInner, t: &BtreeTable, bytes: u64) -> bool {
+    let wal = db.counters.wal_bytes.load(Ordering::Relaxed);
+    !t.dropped.load(Ordering::Acquire)
+        && t.has_changes()
+        && wal.saturating_sub(t.wal_bytes_at_checkpoint.load(Ordering::Acquire)) >= bytes
+}
+
+/// Whether a B-tree table's checkpoint is so far behind (four times
+/// `checkpoint_wal_bytes` of log) that writers to it do it themselves.
+fn checkpoint_overdue(db: &DbInner, t: &BtreeTable) -> bool {
+    checkpoint_behind(db, t, db.options.checkpoint_wal_bytes.saturating_mul(4))
+}
+
+/// Checkpoints a B-tree table in this thread (see `BtreeTable::checkpoint`);
+/// returns the bytes written. Writers are held back by the commit lock only
+/// while the checkpoint freezes the tree.
+pub(crate) fn run_checkpoint(db: &DbInner, t: &BtreeTable) -> Result<u64> {
+    let pages = t.checkpoint(
+        || {
+            let guard = db.commit.lock();
+            (
+                guard,
+                db.last_seqno.load(Ordering::Acquire),
+                db.counters.wal_bytes.load(Ordering::Relaxed),
+            )
+        },
+        |seqno| log::sync_to(db, seqno),
+        |generation| {
+            let edit = VersionEdit {
+                checkpointed: vec![(t.id, generation)],
+                ..VersionEdit::default()
+            };
+            db.vs.lock().log(db, &edit)
+        },
+    )?;
+    log::delete_obsolete(db);
+    Ok(pages * t.store.file.page_size as u64)
+}
+
+/// `Db::checkpoint` and `Table::flush` of a B-tree table: a checkpoint in
+/// the caller's thread (waiting for one running in the background). A
+/// failure poisons the database.
+pub(crate) fn checkpoint_table(db: &DbInner, t: &BtreeTable) -> Result<u64> {
+    db.check_writable()?;
+    read_context::suspended(|| run_checkpoint(db, t)).inspect_err(|e| {
+        db.poison(format!("checkpoint of table {:?} failed: {e}", t.name));
+    })
+}
+
+/// `compact_all` of a B-tree table, after its checkpoint (see
+/// `btree::vacuum`): prunes and packs every leaf, and checkpoints, so that
+/// the pages the leaves left are free. Then moves the pages at the end of
+/// the file to free pages before them, and checkpoints twice: the first
+/// makes the moves durable; the second finds the pages they left free and
+/// cuts the file before them. A move copies the pages above a moved page
+/// too, which may land past the cut: the rounds of moves repeat (three at
+/// most) while the file shrinks. A failure poisons the database.
+pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
+    let under_commit_lock = |what: &str, step: &dyn Fn(&Horizon) -> Result<u64>| {
+        let _commit = db.commit.lock();
+        db.check_writable()?;
+        step(&db.horizon()).inspect_err(|e| {
+            db.poison(format!("{what} of table {:?} failed: {e}", t.name));
+        })
+    };
+    if under_commit_lock("packing the leaves", &|h| t.pack_leaves(h))? > 0 {
+        checkpoint_table(db, t)?;
+    }
+    let mut pages = t.quick_shape().1;
+    for _ in 0..3 {
+        let moved = under_commit_lock("moving the pages", &|h| t.vacuum(h))?;
+        if moved > 0 {
+            checkpoint_table(db, t)?;
+        }
+        checkpoint_table(db, t)?;
+        let now = t.quick_shape().1;
+        if moved == 0 || now >= pages {
+            break;
+        }
+        pages = now;
+    }
+    Ok(())
+}
+
+/// Checkpoints `t` in the caller's thread if its checkpoint is overdue
+/// (`checkpoint_overdue`), counted as a stop.
+pub(crate) fn checkpoint_if_overdue(db: &Arc<DbInner>, t: &Arc<BtreeTable>) -> Result<()> {
+    if checkpoint_overdue(db, t) {
+        let start = Instant::now();
+        checkpoint_table(db, t)?;
+        db.count_stop(start);
+    }
+    Ok(())
+}
+
+/// Drops a B-tree table: waits for its checkpoint, logs the drop, and
+/// removes its file and cached pages.
+pub(crate) fn drop_btree(db: &DbInner, t: &Arc<BtreeTable>) -> Result<()> {
+    // Lock order: the table's checkpoint lock, then commit (as a checkpoint
+    // takes them), then vs.
+    let _checkpoints = t.lock_checkpoints();
+    let _commit = db.commit.lock();
+    let mut vs = db.vs.lock();
+    let edit = VersionEdit {
+        dropped: vec![t.id],
+        ..VersionEdit::default()
+    };
+    if let Err(e) = vs.log(db, &edit) {
+        drop(vs);
+        db.poison(format!("writing the manifest failed: {e}"));
+        return Err(e);
+    }
+    vs.tables.remove(&t.name);
+    t.dropped.store(true, Ordering::Release);
+    drop(vs);
+    db.cache.erase_owner(t.store.file.owner);
+    // A file left by a failed removal is an orphan the next open removes.
+    let _ = db.fs.remove(&t.path);
+    Ok(())
+}
