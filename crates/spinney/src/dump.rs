@@ -112,16 +112,7 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<()> {
     } else if name.starts_with(crate::file_names::MANIFEST_PREFIX) {
         writeln!(out, "manifest {}", path.display()).map_err(w)?;
         for_each_record(&fs, path, out, &mut |out, offset, data| {
-            let newer = crate::manifest::peek_format(data)
-                .filter(|&f| offset == 0 && f > crate::manifest::FORMAT_VERSION);
-            if let Some(found) = newer {
-                return Err(Error::newer_format(
-                    path,
-                    "manifest",
-                    found,
-                    crate::manifest::FORMAT_VERSION,
-                ));
-            }
+            crate::manifest::check_format(path, offset, data)?;
             let edit = VersionEdit::decode(data).map_err(|e| e.corruption(path, offset))?;
             writeln!(out, "@{offset} {}", describe_edit(&edit)).map_err(w)
         })

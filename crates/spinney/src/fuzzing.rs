@@ -81,14 +81,13 @@ fn log_segment_decode(data: &[u8]) {
     let mut reader = LogReader::new(data.to_vec());
     let damage = loop {
         match reader.next() {
-            Read::Record { offset, data } => match crate::wal::segment::classify(&data) {
-                crate::wal::segment::Record::Header { version } => {
-                    let _ =
-                        crate::wal::segment::check_header(Path::new("fuzz.wal"), offset, version);
+            Read::Record { offset, data } => {
+                if crate::wal::segment::is_batch(Path::new("fuzz.wal"), offset, &data)
+                    .unwrap_or(false)
+                {
+                    batch_record(&data);
                 }
-                crate::wal::segment::Record::Mark { .. } => {}
-                crate::wal::segment::Record::Batch => batch_record(&data),
-            },
+            }
             Read::Corrupt { offset, .. } | Read::Torn { offset, .. } => break Some(offset),
             Read::End => break None,
         }

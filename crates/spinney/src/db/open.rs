@@ -61,14 +61,8 @@ fn first_logged_seqno(fs: &dyn Fs, dir: &Path, segments: &[u64]) -> Result<Optio
         let path = dir.join(wal_name(number));
         let mut reader = LogReader::new(fs.read_all(&path)?);
         while let Read::Record { offset, data } = reader.next() {
-            match segment::classify(&data) {
-                segment::Record::Batch => {
-                    return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
-                }
-                segment::Record::Header { version } => {
-                    segment::check_header(&path, offset, version)?;
-                }
-                segment::Record::Mark { .. } => {}
+            if segment::is_batch(&path, offset, &data)? {
+                return Ok(DecodedBatch::parse(&data).ok().map(|b| b.seqno_first));
             }
         }
     }
@@ -268,14 +262,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         let mut reader = LogReader::new(fs.read_all(&path)?);
         loop {
             match reader.next() {
-                Read::Record { offset, data }
-                    if segment::classify(&data) != segment::Record::Batch =>
-                {
-                    if let segment::Record::Header { version } = segment::classify(&data) {
-                        segment::check_header(&path, offset, version)?;
-                    }
-                }
                 Read::Record { offset, data } => {
+                    if !segment::is_batch(&path, offset, &data)? {
+                        continue;
+                    }
                     let batch = DecodedBatch::parse(&data)
                         .and_then(|b| b.validate().map(|()| b))
                         .map_err(|e| e.corruption(&path, offset));

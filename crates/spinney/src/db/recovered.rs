@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, LOCK};
 use crate::fs::Fs;
 use crate::manifest::{
-    parse_current, peek_format, write_current, LogStart, VersionEdit, CURRENT, FORMAT_UNNUMBERED,
+    check_format, parse_current, write_current, LogStart, VersionEdit, CURRENT, FORMAT_UNNUMBERED,
     FORMAT_VERSION,
 };
 use crate::options::{Options, WalRecovery};
@@ -180,16 +180,7 @@ fn read_manifest_numbered(
     loop {
         match reader.next() {
             Read::Record { offset, data } => {
-                if let Some(found) =
-                    peek_format(&data).filter(|&f| offset == 0 && f > FORMAT_VERSION)
-                {
-                    return Err(Error::newer_format(
-                        &path,
-                        "manifest",
-                        found,
-                        FORMAT_VERSION,
-                    ));
-                }
+                check_format(&path, offset, &data)?;
                 let edit = VersionEdit::decode(&data).map_err(|e| e.corruption(&path, offset))?;
                 state.apply(edit, &path, offset)?;
             }

@@ -60,6 +60,16 @@ mod tag {
 ///   (`wal::segment`), and manifests with the format.
 pub const FORMAT_VERSION: u32 = 2;
 
+/// Refuses the record at `offset` of the manifest at `path` if it is the
+/// first and names a newer format than this build reads (`peek_format`),
+/// before anything else of it is decoded.
+pub(crate) fn check_format(path: &Path, offset: u64, record: &[u8]) -> Result<()> {
+    match peek_format(record).filter(|&f| offset == 0 && f > FORMAT_VERSION) {
+        Some(found) => Err(Error::newer_format(path, "manifest", found, FORMAT_VERSION)),
+        None => Ok(()),
+    }
+}
+
 /// The format of a manifest written before formats were numbered.
 pub(crate) const FORMAT_UNNUMBERED: u32 = 1;
 

@@ -98,6 +98,17 @@ pub(crate) fn check_header(path: &Path, offset: u64, version: u32) -> Result<()>
     Ok(())
 }
 
+/// Whether the record at `offset` of the segment at `path` is a batch (or
+/// bytes that must parse as one), for a reader that skips the rest: a
+/// header is checked (`check_header`), a sync mark passed over.
+pub(crate) fn is_batch(path: &Path, offset: u64, record: &[u8]) -> Result<bool> {
+    match classify(record) {
+        Record::Batch => Ok(true),
+        Record::Header { version } => check_header(path, offset, version).map(|()| false),
+        Record::Mark { .. } => Ok(false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,14 +74,7 @@ pub(crate) fn newest_header(
     for slot in 0..2u64 {
         let mut b = vec![0u8; HEADER_BYTES];
         let n = file.read_at(slot * page_size as u64, &mut b)?;
-        if let Some(found) = Checkpoint::newer_version(b.get(..n).unwrap_or(&[])) {
-            return Err(Error::newer_format(
-                path,
-                "B-tree file",
-                found,
-                format::HEADER_VERSION,
-            ));
-        }
+        refuse_newer(b.get(..n).unwrap_or(&[]), path)?;
         match Checkpoint::decode(b.get(..n).unwrap_or(&[]), page_size, table_id) {
             Ok(c) if best.is_none_or(|b| c.generation > b.generation) => best = Some(c),
             Ok(_) => {}
@@ -89,6 +82,20 @@ pub(crate) fn newest_header(
         }
     }
     Ok((best, why.join("; ")))
+}
+
+/// `Error::NewerFormat` if the header slot `b` of the file at `path` is of
+/// a newer format than this build reads (`Checkpoint::newer_version`).
+fn refuse_newer(b: &[u8], path: &Path) -> Result<()> {
+    match Checkpoint::newer_version(b) {
+        Some(found) => Err(Error::newer_format(
+            path,
+            "B-tree file",
+            found,
+            format::HEADER_VERSION,
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Opens the file at `path` whatever its page size and table, taken from
@@ -112,14 +119,7 @@ pub(crate) fn open_any(
             if size != page_size {
                 continue;
             }
-            if let Some(found) = Checkpoint::newer_version(b) {
-                return Err(Error::newer_format(
-                    path,
-                    "B-tree file",
-                    found,
-                    format::HEADER_VERSION,
-                ));
-            }
+            refuse_newer(b, path)?;
             if let Ok(c) = Checkpoint::decode(b, page_size, table_id) {
                 if best.is_none_or(|(b, _)| c.generation > b.generation) {
                     best = Some((c, page_size));
