@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 use crate::file_names::{manifest_name, parse_manifest_name, parse_numbered, LOCK};
 use crate::fs::Fs;
 use crate::manifest::{
-    check_format, parse_current, write_current, LogStart, VersionEdit, CURRENT, FORMAT_UNNUMBERED,
-    FORMAT_VERSION,
+    check_format, parse_current, write_current, FileRecord, LogStart, VersionEdit, CURRENT,
+    FORMAT_UNNUMBERED, FORMAT_VERSION,
 };
 use crate::options::{Options, WalRecovery};
 use crate::wal::reader::{LogReader, Read};
@@ -34,6 +34,22 @@ pub(super) struct Recovered {
 }
 
 impl Recovered {
+    /// The files of table `id` at `level`, for a file `done` ("added to",
+    /// "deleted from") it; Err says why there is no such level.
+    fn level_mut(
+        &mut self,
+        id: u32,
+        level: u32,
+        done: &str,
+    ) -> std::result::Result<&mut BTreeMap<u64, FileRecord>, String> {
+        self.tables
+            .get_mut(&id)
+            .ok_or_else(|| format!("file {done} unknown table {id}"))?
+            .levels
+            .get_mut(level as usize)
+            .ok_or_else(|| format!("level {level} out of range"))
+    }
+
     fn apply(&mut self, edit: VersionEdit, path: &Path, offset: u64) -> Result<()> {
         let bad = |detail: String| Error::corruption(path, offset, detail);
         if let Some(f) = edit.format {
@@ -84,14 +100,7 @@ impl Recovered {
             self.tables.remove(&id);
         }
         for (id, level, number) in edit.deleted {
-            let t = self
-                .tables
-                .get_mut(&id)
-                .ok_or_else(|| bad(format!("file deleted from unknown table {id}")))?;
-            let l = t
-                .levels
-                .get_mut(level as usize)
-                .ok_or_else(|| bad(format!("level {level} out of range")))?;
+            let l = self.level_mut(id, level, "deleted from").map_err(bad)?;
             if l.remove(&number).is_none() {
                 return Err(bad(format!(
                     "file {number} deleted from table {id} level {level} where it is not"
@@ -100,14 +109,7 @@ impl Recovered {
         }
         for (id, level, file) in edit.added {
             self.next_file_number = self.next_file_number.max(file.number + 1);
-            let t = self
-                .tables
-                .get_mut(&id)
-                .ok_or_else(|| bad(format!("file added to unknown table {id}")))?;
-            let l = t
-                .levels
-                .get_mut(level as usize)
-                .ok_or_else(|| bad(format!("level {level} out of range")))?;
+            let l = self.level_mut(id, level, "added to").map_err(bad)?;
             l.insert(file.number, file);
         }
         for (id, seqno) in edit.flushed {
