@@ -22,6 +22,8 @@ use spinney::{
     BtreeShape, Db, Error, Options, ReadContext, Table, TableKind, TableOptions, WriteBatch,
 };
 
+mod common;
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn key(i: u32) -> Vec<u8> {
@@ -51,13 +53,7 @@ fn scan(t: &Table) -> Model {
 
 /// The `.btree` files of `dir`.
 fn btree_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "btree"))
-        .collect();
-    out.sort();
-    out
+    common::files::with_extension(dir, "btree")
 }
 
 /// The size on disk of the only `.btree` file of `dir`.
@@ -1805,15 +1801,7 @@ fn shape_and_stats_tell_the_durable_images_pages_from_the_free_ones() {
         ..Options::default()
     };
     let db = Db::open(dir.path(), options).expect("open");
-    let t = db
-        .create_table(
-            "t",
-            TableOptions {
-                page_size: 4096,
-                ..TableOptions::btree()
-            },
-        )
-        .expect("table");
+    let t = db.create_table("t", common::btree_table()).expect("table");
     let keys = 5_000u32;
     for i in 0..keys {
         t.put(format!("key{i:06}").as_bytes(), &[b'a'; 100])

@@ -3,6 +3,8 @@
 
 use spinney::{Db, Options, TableOptions};
 
+mod common;
+
 fn wal_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
         .expect("list")
@@ -136,16 +138,14 @@ fn an_idle_database_gives_a_btree_tables_free_space_back_by_itself() {
     let live = kept * (key(0).len() as u64 + value.len() as u64);
     // Watched from outside: a read of the table would keep the database
     // from being idle.
-    let btree_file = std::fs::read_dir(dir.path())
-        .expect("dir")
-        .map(|e| e.expect("entry").path())
-        .find(|p| p.extension().is_some_and(|x| x == "btree"))
-        .expect("the table's file");
+    let [btree_file] = &common::files::with_extension(dir.path(), "btree")[..] else {
+        panic!("not one B-tree file");
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut file = full;
     while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(300));
-        file = std::fs::metadata(&btree_file).expect("metadata").len();
+        file = std::fs::metadata(btree_file).expect("metadata").len();
         if file as f64 <= 1.6 * live as f64 {
             break;
         }

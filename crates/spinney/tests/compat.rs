@@ -14,7 +14,7 @@ use spinney::{Db, Options};
 
 mod common;
 
-use common::files::copy_dir;
+use common::files::{copy_dir, with_extension};
 
 /// One table of `expected.txt`: its name, kind, codec and entries.
 struct Expected {
@@ -75,12 +75,7 @@ fn files_name_their_format(db: &Path) -> (bool, bool) {
     };
     let current = std::fs::read_to_string(db.join("CURRENT")).expect("CURRENT");
     let manifest = dump(&db.join(current.trim_end()));
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(db)
-        .expect("db")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
-        .collect();
-    segments.sort();
+    let segments = with_extension(db, "wal");
     let segment = dump(segments.last().expect("a log segment"));
     assert!(
         segment.contains(" batch "),

@@ -8,18 +8,12 @@ use std::path::Path;
 
 use spinney::{Db, Error, Options, TableOptions, WriteBatch};
 
+mod common;
+
 fn read_only() -> Options {
     Options {
         read_only: true,
         ..Options::default()
-    }
-}
-
-/// A B-tree table of 4 KiB pages: more pages for the same data.
-fn btree_4k() -> TableOptions {
-    TableOptions {
-        page_size: 4096,
-        ..TableOptions::btree()
     }
 }
 
@@ -41,7 +35,9 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 fn make(dir: &Path) -> BTreeMap<(String, Vec<u8>), Vec<u8>> {
     let db = Db::open(dir, Options::default()).expect("open");
     let lsm = db.create_table("lsm", TableOptions::lsm()).expect("lsm");
-    let btree = db.create_table("btree", btree_4k()).expect("btree");
+    let btree = db
+        .create_table("btree", common::btree_table())
+        .expect("btree");
     let mut model = BTreeMap::new();
     for round in 0..2 {
         for i in 0..500u32 {
@@ -196,7 +192,7 @@ fn a_read_only_open_that_would_write_a_b_tree_overflow_page_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        let t = db.create_table("t", btree_4k()).expect("table");
+        let t = db.create_table("t", common::btree_table()).expect("table");
         t.put(b"big", &vec![9u8; 50_000]).expect("put");
         db.close().expect("close");
     }
@@ -230,7 +226,7 @@ fn a_read_only_open_whose_log_dirties_more_pages_than_the_cache_holds_opens_and_
     let key = |i: u32| format!("key{:08}", u64::from(i) * 7919 % u64::from(keys)).into_bytes();
     {
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        let t = db.create_table("t", btree_4k()).expect("table");
+        let t = db.create_table("t", common::btree_table()).expect("table");
         for i in 0..keys {
             t.put(&key(i), &[b'a'; 100]).expect("put");
         }

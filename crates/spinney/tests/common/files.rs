@@ -2,7 +2,7 @@
 //! finished operation leave no orphan behind; and a copy of a database's
 //! directory on the real file system.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use spinney::fs::FaultFs;
 use spinney::Db;
@@ -72,6 +72,19 @@ pub fn check_files(ctx: &str, fs: &FaultFs, db: &Db, lsm: &[&str], btrees: usize
         })
         .collect();
     assert!(others.is_empty(), "{ctx}: unexpected files {others:?}");
+}
+
+/// The files of the directory `dir` named `*.ext` (`wal`, `btree`, ...),
+/// on the real file system, in name order (for numbered files, oldest
+/// first).
+pub fn with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
 }
 
 /// Copies every file of the directory `from` into `to` (made if missing),
