@@ -319,6 +319,98 @@ fn compact_all_packs_moves_and_cuts_while_a_snapshot_and_a_reader_see_their_data
 }
 
 #[test]
+fn compact_all_merges_the_branches_of_a_tall_tree_while_a_reader_and_a_snapshot_see_their_data() {
+    // Goal: `compact_all` packs the branches as well as the leaves: after
+    // most keys are deleted, the leaves' parents, which held many leaves
+    // each, hold a few, and each parent's run of leaves packed apart
+    // leaves a partly empty page; merged, they hold as many leaves as fit,
+    // the leaves are packed again in the longer runs, and a root left with
+    // one child gives the tree a level less. Readers and snapshots see
+    // their data throughout.
+    // Method: 4 KiB pages and keys of 200 bytes that differ only in their
+    // last 8 (so separators are long and a branch holds about 18
+    // children): 30,000 keys make a tree of at least 4 levels. A snapshot;
+    // 9 keys of 10 deleted in a shuffled order; compact_all while a thread
+    // scans the table (each scan must equal the state after the deletes);
+    // the snapshot reads its values; compact_all again without it. Then
+    // the branches are at most an eighth of the leaves (without the
+    // branches merged, about half), the leaves are 90% full, and the tree
+    // is lower; every key reads back, verify, reopen.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long_key = |i: u32| format!("{}{i:08}", "k".repeat(192)).into_bytes();
+    let value = |i: u32| format!("value{i:055}").into_bytes();
+    let mut model = Model::new();
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let t = db.create_table("t", btree(4096)).expect("create");
+    let keys = 30_000u32;
+    for i in 0..keys {
+        t.put(&long_key(i), &value(i)).expect("put");
+        model.insert(long_key(i), value(i));
+    }
+    db.checkpoint().expect("checkpoint");
+    let full = shape(&t);
+    assert!(full.height >= 4, "the tree is not tall enough: {full:?}");
+    let snap = db.snapshot();
+    let old = model.clone();
+    let mut order: Vec<u32> = (0..keys).collect();
+    let mut rng = StdRng::seed_from_u64(38);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    for &i in &order[..(keys as usize * 9 / 10)] {
+        t.delete(&long_key(i)).expect("delete");
+        model.remove(&long_key(i));
+    }
+    db.checkpoint().expect("checkpoint");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, model, stop) = (t.clone(), model.clone(), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut scans = 0u32;
+            while !stop.load(Ordering::Acquire) || scans == 0 {
+                assert!(scan(&t) == model, "scan {scans} during compact_all");
+                scans += 1;
+            }
+            scans
+        })
+    };
+    t.compact_all().expect("compact_all with a snapshot");
+    stop.store(true, Ordering::Release);
+    let scans = reader.join().expect("reader");
+    for &i in order.iter().step_by(13) {
+        assert_eq!(
+            snap.get(&t, &long_key(i)).expect("snapshot get").as_ref(),
+            old.get(&long_key(i)),
+            "snapshot, key {i}"
+        );
+    }
+    drop(snap);
+    t.compact_all().expect("compact_all");
+    let after = shape(&t);
+    eprintln!("{scans} scans during compact_all; {full:?} -> {after:?}");
+    assert!(
+        after.branch_pages * 8 <= after.leaf_pages,
+        "branches not merged: {after:?}"
+    );
+    assert!(after.fill >= 0.9, "leaves not packed: {after:?}");
+    assert!(after.height < full.height, "{full:?} -> {after:?}");
+    assert!(scan(&t) == model, "after compact_all");
+    for (k, v) in &model {
+        assert_eq!(t.get(k).expect("get").as_ref(), Some(v));
+    }
+    db.verify().expect("verify");
+    drop(t);
+    db.close().expect("close");
+    let db = Db::open(dir.path(), Options::default()).expect("reopen");
+    assert!(
+        scan(&db.table("t").expect("table")) == model,
+        "after reopen"
+    );
+    db.verify().expect("verify after reopen");
+}
+
+#[test]
 fn keys_up_to_the_limit_work_and_longer_ones_are_invalid_arguments() {
     // Goal: `max_key_len` is the B-tree's limit: a longer key is
     // `InvalidArgument` from put, from a batch and from delete, never a

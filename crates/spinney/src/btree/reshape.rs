@@ -320,7 +320,12 @@ impl BtreeTable {
     /// After a merge or a packing under the parent at the end of `guards`
     /// (the write-latched path above the leaves): a root branch left with
     /// a single child is replaced by that child, and the tree loses a level.
-    fn collapse_root(&self, st: &mut TreeState, root: &mut Root, guards: Vec<WriteGuard>) {
+    pub(super) fn collapse_root(
+        &self,
+        st: &mut TreeState,
+        root: &mut Root,
+        guards: Vec<WriteGuard>,
+    ) {
         let collapse = match guards.first() {
             Some(rootg)
                 if guards.len() == 1 && root.height > 1 && page::count(&rootg.image) == 0 =>

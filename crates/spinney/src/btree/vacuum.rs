@@ -10,6 +10,9 @@
 //! and random inserts leave them about three quarters full; packed, they
 //! are nearly full: overwrites keep them so, and new keys split them, as in
 //! any B-tree packed by its vacuum (SQLite's) or rebuild (InnoDB's).
+//! Packing leaves takes children from their parents, so the branches are
+//! then merged (`pack_branches`), and the leaves packed again in the longer
+//! runs under the merged parents.
 //!
 //! A page moves the way every change moves a page the last checkpoint
 //! wrote: it is copied to the lowest free page and its parent is pointed at
@@ -29,7 +32,7 @@ use std::sync::Arc;
 
 use super::format::FIRST_DATA_PAGE;
 use super::page::{self, Value};
-use super::store::{write_handed_back, write_run};
+use super::store::{write_handed_back, write_run, WriteGuard};
 use super::BtreeTable;
 use super::TreeState;
 use crate::error::Result;
@@ -67,8 +70,27 @@ impl BtreeTable {
     }
 
     fn pack_all(&self, st: &mut TreeState, horizon: &Horizon) -> Result<u64> {
+        let leaves = self.pack_leaf_runs(st, horizon)?;
+        // Packing the leaves takes children from their parents, and each
+        // parent's run of leaves is packed apart, its last page partly
+        // empty: the branches are merged, and the leaves packed again in
+        // the longer runs under the merged parents, which that leaves with
+        // fewer children again (three rounds at most; the second is
+        // usually the last that frees a page).
+        for _ in 0..3 {
+            if self.pack_branches(st, horizon)? == 0 {
+                break;
+            }
+            self.pack_leaf_runs(st, horizon)?;
+        }
+        Ok(leaves)
+    }
+
+    /// Prunes and packs each run of leaves under one parent. Returns the
+    /// leaves it went through.
+    fn pack_leaf_runs(&self, st: &mut TreeState, horizon: &Horizon) -> Result<u64> {
         // Every leaf, found from the branches (leaves are not read).
-        let routes = self.routes(false, |_, page| page.is_none())?;
+        let routes = self.routes(false, |_, _, page| page.is_none())?;
         // Each leaf is made fresh (copied and pruned if the last checkpoint
         // wrote it) and marked for `tidy`, which packs the runs. In chunks,
         // each followed by the write of the dirty pages the cache handed
@@ -90,6 +112,147 @@ impl BtreeTable {
         Ok(leaves)
     }
 
+    /// Merges the children of each branch, where they are branches, into
+    /// as few pages as hold them with a `PACK_SLACK`-th of each free. Level
+    /// by level from the leaves' grandparents up, as the pages of a level
+    /// are only as few as the level below them lets them be; each parent's
+    /// children are packed apart, so the passes go on until one frees
+    /// nothing (the second packs the lower levels under the merged upper
+    /// ones). Returns the branch pages freed.
+    fn pack_branches(&self, st: &mut TreeState, horizon: &Horizon) -> Result<u64> {
+        let mut freed = 0;
+        loop {
+            let mut pass = 0;
+            let mut depth = self.root.read().place().1.saturating_sub(2);
+            while depth >= 1 {
+                let routes = self.routes(false, |_, d, page| d == depth && page.is_some())?;
+                for route in &routes {
+                    pass += self.pack_children(st, route, depth, horizon)?;
+                }
+                depth -= 1;
+            }
+            if pass == 0 {
+                return Ok(freed);
+            }
+            freed += pass;
+        }
+    }
+
+    /// Packs the children of the branch at `depth` on the way to `route`
+    /// (its lower separator), which are branches: their entries (a child
+    /// and the key that routes to it; each page's `link` under the
+    /// parent's separator for it) are cut into as few pages as hold them,
+    /// the first pages of the run reused (copied first if the last
+    /// checkpoint wrote them) and the rest freed, and the parent's
+    /// separators replaced. Returns the pages freed.
+    fn pack_children(
+        &self,
+        st: &mut TreeState,
+        route: &[u8],
+        depth: u32,
+        horizon: &Horizon,
+    ) -> Result<u64> {
+        let path = self.write_path(st, route, horizon)?;
+        let Some((parent, _)) = path.get(depth as usize - 1) else {
+            return Ok(0);
+        };
+        let parent = Arc::clone(parent);
+        let mut ctx = ReadContext::default();
+        let mut children: Vec<u64> = {
+            let g = parent.read();
+            (0..=page::count(&g.image))
+                .map(|i| page::child_at(&g.image, i))
+                .collect()
+        };
+        if children.len() < 2 {
+            return Ok(0);
+        }
+        let mut frames = children
+            .iter()
+            .map(|&c| self.store.fetch(c, &mut ctx))
+            .collect::<Result<Vec<_>>>()?;
+        let mut entries: Vec<(Vec<u8>, u64)> = Vec::new();
+        {
+            let pg = parent.read();
+            for (i, f) in frames.iter().enumerate() {
+                let g = f.read();
+                if page::kind(&g.image) != page::KIND_BRANCH {
+                    return Err(self
+                        .store
+                        .file
+                        .corrupt(f.pgno, "a page above the leaves' parents is not a branch"));
+                }
+                let key = match i {
+                    0 => Vec::new(),
+                    _ => page::ikey(&pg.image, i - 1).to_vec(),
+                };
+                entries.push((key, page::link(&g.image)));
+                entries.extend(
+                    (0..page::count(&g.image))
+                        .map(|j| (page::ikey(&g.image, j).to_vec(), page::child(&g.image, j))),
+                );
+            }
+        }
+        // Cut greedily: a page's first entry is its link, the rest cells.
+        let image_len = self.store.file.image_len();
+        let cell = |key: &[u8]| 2 + 8 + key.len() + page::SLOT;
+        let room = (image_len - page::HEADER).saturating_sub(image_len / PACK_SLACK);
+        let mut cuts = vec![0];
+        let mut bytes = 0;
+        for (i, (key, _)) in entries.iter().enumerate().skip(1) {
+            bytes += cell(key);
+            if bytes > room {
+                cuts.push(i);
+                bytes = 0;
+            }
+        }
+        cuts.push(entries.len());
+        let pages = cuts.len() - 1;
+        let parent_bytes: usize = cuts[1..pages].iter().map(|&i| cell(&entries[i].0)).sum();
+        if pages >= children.len() || parent_bytes > image_len - page::HEADER {
+            return Ok(0);
+        }
+        for j in 0..pages {
+            if !st.space.fresh.contains(&children[j]) {
+                frames[j] = self.copy_page(st, &frames[j], Some(&parent), j, horizon)?;
+                children[j] = frames[j].pgno;
+            }
+        }
+
+        let mut root = self.root.write();
+        let mut guards: Vec<WriteGuard> = path
+            .iter()
+            .take(depth as usize)
+            .map(|(f, _)| f.write())
+            .collect();
+        let mut kids: Vec<WriteGuard> = frames.iter().map(|f| f.write()).collect();
+        for (j, g) in kids.iter_mut().take(pages).enumerate() {
+            let (lo, hi) = (cuts[j], cuts[j + 1]);
+            let cells: Vec<Vec<u8>> = entries[lo + 1..hi]
+                .iter()
+                .map(|(key, child)| page::branch_cell(key, *child))
+                .collect();
+            page::set_link(&mut g.image, entries[lo].1);
+            page::rebuild(&mut g.image, &cells);
+            st.space.changed(children[j], g);
+        }
+        let Some(pg) = guards.last_mut() else {
+            return Ok(0);
+        };
+        let cells: Vec<Vec<u8>> = (1..pages)
+            .map(|j| page::branch_cell(&entries[cuts[j]].0, children[j]))
+            .collect();
+        page::set_link(&mut pg.image, children[0]);
+        page::rebuild(&mut pg.image, &cells);
+        st.space.changed(parent.pgno, pg);
+        drop(kids);
+        for &c in &children[pages..] {
+            self.forget_page(st, c);
+        }
+        self.collapse_root(st, &mut root, guards);
+        Ok((children.len() - pages) as u64)
+    }
+
     /// How much of the file the tree uses, estimated without reading every
     /// leaf: the bytes of the file's data pages, and the bytes the tree's
     /// pages hold (every branch read, and `LEAVES_SAMPLED` leaves spread
@@ -98,7 +261,7 @@ impl BtreeTable {
     pub(crate) fn estimate_use(&self) -> Result<(u64, u64)> {
         let leaves = parking_lot::Mutex::new(Vec::new());
         let branches = parking_lot::Mutex::new(0u64);
-        self.routes(false, |pgno, page| {
+        self.routes(false, |pgno, _, page| {
             match page {
                 None => leaves.lock().push(pgno),
                 Some(_) => *branches.lock() += 1,
@@ -128,12 +291,13 @@ impl BtreeTable {
 
     /// Walks the tree and returns, for each page `pick` chooses, the key
     /// that routes a descent to it (its lower separator; empty for the
-    /// leftmost pages). `pick` gets each page's number and image; leaves
-    /// are read (and their image given) only if `read_leaves`.
+    /// leftmost pages). `pick` gets each page's number, depth (the root's
+    /// is 1) and image; leaves are read (and their image given) only if
+    /// `read_leaves`.
     fn routes(
         &self,
         read_leaves: bool,
-        pick: impl Fn(u64, Option<&[u8]>) -> bool,
+        pick: impl Fn(u64, u32, Option<&[u8]>) -> bool,
     ) -> Result<Vec<Vec<u8>>> {
         let mut ctx = ReadContext::default();
         let (root, height) = self.root.read().place();
@@ -144,7 +308,7 @@ impl BtreeTable {
         let mut stack: Vec<(u64, Vec<u8>, u32)> = vec![(root, Vec::new(), 1)];
         while let Some((pgno, route, depth)) = stack.pop() {
             if depth == height && !read_leaves {
-                if pick(pgno, None) {
+                if pick(pgno, depth, None) {
                     routes.push(route);
                 }
                 continue;
@@ -170,7 +334,7 @@ impl BtreeTable {
                         .corrupt(pgno, "tree is deeper than its height or not a tree page"))
                 }
             }
-            if pick(pgno, Some(p)) {
+            if pick(pgno, depth, Some(p)) {
                 routes.push(route);
             }
         }
@@ -204,7 +368,7 @@ impl BtreeTable {
     fn move_pages_past(&self, st: &mut TreeState, boundary: u64, horizon: &Horizon) -> Result<u64> {
         let mut ctx = ReadContext::default();
         // The pages to move, and the leaves with overflow runs to move.
-        let routes = self.routes(true, |pgno, page| {
+        let routes = self.routes(true, |pgno, _, page| {
             pgno >= boundary
                 || page.is_some_and(|p| {
                     page::kind(p) == page::KIND_LEAF
