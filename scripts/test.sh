@@ -11,3 +11,8 @@ if [ "${SPINNEY_NO_PEERS:-0}" = "1" ]; then
     features=()
 fi
 cargo test --workspace --locked "${features[@]}" "$@"
+# The engine without its default features (the lz4 and zstd codecs): it
+# builds, and refuses tables of the codecs it lacks (tests/codecs.rs).
+if [ "$#" -eq 0 ]; then
+    cargo test -p spinney --locked --no-default-features --test codecs
+fi

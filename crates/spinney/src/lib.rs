@@ -63,8 +63,18 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeExample;
 
+// The file system layer (`fs/os.rs`, `fs/read_map.rs`) reads and writes at
+// offsets through `std::os::unix::fs::FileExt` and maps files with mmap(2).
+#[cfg(not(unix))]
+compile_error!(
+    "spinney needs a Unix-like target: its file system layer (fs/os.rs) uses \
+     positional reads and writes (std::os::unix::fs::FileExt) and mmap(2). \
+     It is tested on Linux and compiles for macOS; other targets are not supported yet."
+);
+
 pub(crate) mod btree;
 pub(crate) mod cache;
+pub(crate) mod codec;
 pub(crate) mod counter;
 mod db;
 mod dump;

@@ -288,8 +288,8 @@ pub(crate) fn encode_page(
 ) -> Vec<u8> {
     let compressed = match compression {
         Compression::None => None,
-        Compression::Lz4 => Some((CODEC_LZ4, lz4_flex::block::compress(image))),
-        Compression::Zstd => zstd::bulk::compress(image, 3).ok().map(|c| (CODEC_ZSTD, c)),
+        Compression::Lz4 => crate::codec::lz4_compress(image).map(|c| (CODEC_LZ4, c)),
+        Compression::Zstd => crate::codec::zstd_compress(image, 3).map(|c| (CODEC_ZSTD, c)),
     };
     let (codec, payload) = match &compressed {
         Some((codec, c)) if c.len() + image.len() / 8 <= image.len() => (*codec, c.as_slice()),
@@ -365,9 +365,9 @@ pub(crate) fn decode_page(
             raw.truncate(end - DISK_HEADER);
             raw
         }
-        Some(CODEC_LZ4) => lz4_flex::block::decompress(payload, image_len)
+        Some(CODEC_LZ4) => crate::codec::lz4_decompress(payload, image_len)
             .map_err(|e| format!("lz4 payload does not decompress: {e}"))?,
-        Some(CODEC_ZSTD) => zstd::bulk::decompress(payload, image_len)
+        Some(CODEC_ZSTD) => crate::codec::zstd_decompress(payload, image_len)
             .map_err(|e| format!("zstd payload does not decompress: {e}"))?,
         Some(other) => return Err(format!("unknown codec {other}")),
         None => return Err("short page".into()),

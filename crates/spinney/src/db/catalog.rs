@@ -110,6 +110,7 @@ impl Db {
         inner.check_writable()?;
         validate_table_name(name)?;
         options.validate()?;
+        options.compression.check_built(name)?;
         let mut vs = inner.vs.lock();
         if vs.tables.contains_key(name) {
             return Err(Error::TableExists(name.to_string()));

@@ -193,7 +193,11 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     let first_logged = first_logged_seqno(&*fs, dir, &segments)?.unwrap_or(state.last_seqno + 1);
 
-    // Open the tables the manifest records.
+    // Open the tables the manifest records, once this build is known to
+    // read what each is compressed with.
+    for t in state.tables.values() {
+        t.record.options.compression.check_built(&t.record.name)?;
+    }
     let manifest_path = dir.join(manifest_name(old_manifest.unwrap_or(0)));
     let opening = Opening {
         fs: &fs,

@@ -21,12 +21,19 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+// The OS's file system: Unix only (lib.rs stops the build elsewhere with
+// a message that says so).
+#[cfg(unix)]
 mod direct;
 #[cfg(target_os = "linux")]
 mod mapped;
+#[cfg(unix)]
 mod os;
+#[cfg(unix)]
 mod read_map;
+#[cfg(unix)]
 pub use os::OsFs;
+#[cfg(unix)]
 pub use read_map::PageMap;
 
 #[cfg(any(test, feature = "fuzzing"))]

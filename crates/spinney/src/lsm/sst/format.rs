@@ -227,9 +227,9 @@ impl Footer {
 pub(crate) fn compress_block(raw: &[u8], kind: CompressionType) -> (Vec<u8>, CompressionType) {
     let payload = match kind {
         CompressionType::None => None,
-        CompressionType::Lz4 => Some(lz4_flex::block::compress(raw)),
+        CompressionType::Lz4 => crate::codec::lz4_compress(raw),
         // A zstd failure (out of memory) just means the block stays raw.
-        CompressionType::Zstd => zstd::bulk::compress(raw, ZSTD_LEVEL).ok(),
+        CompressionType::Zstd => crate::codec::zstd_compress(raw, ZSTD_LEVEL),
     };
     if let Some(payload) = payload {
         let mut stored = Vec::with_capacity(payload.len() + 10);
@@ -316,6 +316,20 @@ pub(crate) fn unseal_block(mut buf: Vec<u8>, file: &Path, offset: u64) -> Result
     decompress(buf.get(..size).unwrap_or_default(), kind, file, offset)
 }
 
+/// A block that did not decompress: `Corruption`, or `Unsupported` where
+/// this build lacks the codec.
+fn codec_error(e: crate::codec::DecompressError, codec: &str, file: &Path, offset: u64) -> Error {
+    match e {
+        crate::codec::DecompressError::Invalid(why) => {
+            Error::corruption(file, offset, format!("{codec} block: {why}"))
+        }
+        not_built => Error::Unsupported(format!(
+            "{}, block at offset {offset}: {not_built}",
+            file.display()
+        )),
+    }
+}
+
 /// The contents of the block at `offset` stored as `stored` (without its
 /// trailer) with compression `kind`.
 fn decompress(stored: &[u8], kind: CompressionType, file: &Path, offset: u64) -> Result<Vec<u8>> {
@@ -334,10 +348,10 @@ fn decompress(stored: &[u8], kind: CompressionType, file: &Path, offset: u64) ->
     let raw_len = raw_len as usize;
     let payload = d.remaining();
     let raw = match kind {
-        CompressionType::Lz4 => lz4_flex::block::decompress(payload, raw_len)
-            .map_err(|e| Error::corruption(file, offset, format!("lz4 block: {e}")))?,
-        CompressionType::Zstd => zstd::bulk::decompress(payload, raw_len)
-            .map_err(|e| Error::corruption(file, offset, format!("zstd block: {e}")))?,
+        CompressionType::Lz4 => crate::codec::lz4_decompress(payload, raw_len)
+            .map_err(|e| codec_error(e, "lz4", file, offset))?,
+        CompressionType::Zstd => crate::codec::zstd_decompress(payload, raw_len)
+            .map_err(|e| codec_error(e, "zstd", file, offset))?,
         CompressionType::None => stored.to_vec(),
     };
     if raw.len() != raw_len {
