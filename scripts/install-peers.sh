@@ -3,8 +3,10 @@
 # (docs/peers.md): Debian's packages of RocksDB (with its own db_bench, for
 # the fairness check), WiredTiger, LevelDB and LMDB, and the C and C++
 # compilers that build the lab's small shims over WiredTiger's and RocksDB's
-# APIs. The Rust peers (fjall, redb) come from crates.io through Cargo.lock
-# and need nothing here.
+# APIs; and pkg-config, with which scripts/test-c.sh builds the C API's
+# test program against libspinney_c (gcc brings AddressSanitizer's runtime).
+# The Rust peers (fjall, redb) come from crates.io through Cargo.lock and
+# need nothing here.
 #
 # `--current` adds libclang, which the build of current RocksDB from
 # librocksdb-sys's bundled source needs (scripts/build-current-peers.sh).
@@ -13,7 +15,7 @@
 # already installed.
 set -euo pipefail
 
-packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev gcc g++)
+packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev gcc g++ pkg-config)
 if [ "${1:-}" = "--current" ]; then
     packages+=(libclang-dev)
 elif [ $# -gt 0 ]; then

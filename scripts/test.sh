@@ -15,4 +15,10 @@ cargo test --workspace --locked "${features[@]}" "$@"
 # builds, and refuses tables of the codecs it lacks (tests/codecs.rs).
 if [ "$#" -eq 0 ]; then
     cargo test -p spinney --locked --no-default-features --test codecs
+    # The C API: a C program that calls every function, under ASan.
+    if [ "${SPINNEY_NO_PEERS:-0}" = "1" ] && ! { command -v cc && command -v pkg-config; } >/dev/null; then
+        echo "test.sh: no cc or pkg-config: the C API's C tests (scripts/test-c.sh) are not run" >&2
+    else
+        bash scripts/test-c.sh
+    fi
 fi
