@@ -6,8 +6,8 @@
 # which parses every source file with syn and resolves every path that
 # reaches another module of the same crate (use trees, paths in code and
 # in macros, re-exports followed to where an item is defined). It also
-# holds spinney-bench and spinney-cli to spinney's public API (no
-# bench_support, no testing or fuzzing feature).
+# holds spinney-bench, spinney-cli, spinney-c and spinney-python to
+# spinney's public API (no bench_support, no testing or fuzzing feature).
 #
 # Each crossing is printed with its file and line and the rule it breaks;
 # on success one line says how many files and imports were checked.

@@ -3,8 +3,10 @@
 # (docs/peers.md): Debian's packages of RocksDB (with its own db_bench, for
 # the fairness check), WiredTiger, LevelDB and LMDB, and the C and C++
 # compilers that build the lab's small shims over WiredTiger's and RocksDB's
-# APIs; and pkg-config, with which scripts/test-c.sh builds the C API's
-# test program against libspinney_c (gcc brings AddressSanitizer's runtime).
+# APIs; pkg-config, with which scripts/test-c.sh builds the C API's test
+# program against libspinney_c (gcc brings AddressSanitizer's runtime); and
+# python3 with its venv module, for the Python package's tests
+# (scripts/test-python.sh, which takes maturin and pytest from PyPI).
 # The Rust peers (fjall, redb) come from crates.io through Cargo.lock and
 # need nothing here.
 #
@@ -15,7 +17,7 @@
 # already installed.
 set -euo pipefail
 
-packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev gcc g++ pkg-config)
+packages=(librocksdb-dev rocksdb-tools libwiredtiger-dev libleveldb-dev liblmdb-dev gcc g++ pkg-config python3 python3-venv)
 if [ "${1:-}" = "--current" ]; then
     packages+=(libclang-dev)
 elif [ $# -gt 0 ]; then

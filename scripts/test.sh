@@ -21,4 +21,10 @@ if [ "$#" -eq 0 ]; then
     else
         bash scripts/test-c.sh
     fi
+    # The Python package: built into a virtual environment, then pytest.
+    if [ "${SPINNEY_NO_PEERS:-0}" = "1" ] && ! python3 -c "import venv" 2>/dev/null; then
+        echo "test.sh: no python3 with venv: the Python package's tests (scripts/test-python.sh) are not run" >&2
+    else
+        bash scripts/test-python.sh
+    fi
 fi

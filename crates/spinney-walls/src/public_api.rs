@@ -1,7 +1,7 @@
-//! The lab and the command use spinney's public API only: no path into its
-//! hidden modules (`bench_support`, for the criterion benches; `fuzzing`,
-//! for the fuzz targets), and spinney without its `testing` and `fuzzing`
-//! features in their Cargo.toml.
+//! The lab, the command and the bindings (C, Python) use spinney's public
+//! API only: no path into its hidden modules (`bench_support`, for the
+//! criterion benches; `fuzzing`, for the fuzz targets), and spinney without
+//! its `testing` and `fuzzing` features in their Cargo.toml.
 
 use std::path::Path;
 
@@ -13,7 +13,12 @@ use crate::walls::Checked;
 use crate::Problem;
 
 /// The crates held to the public API.
-pub const LABS: [&str; 2] = ["spinney-bench", "spinney-cli"];
+pub const LABS: [&str; 4] = [
+    "spinney-bench",
+    "spinney-cli",
+    "spinney-c",
+    "spinney-python",
+];
 /// spinney's features that reach past its API.
 const HIDDEN_FEATURES: [&str; 2] = ["testing", "fuzzing"];
 
