@@ -190,6 +190,10 @@ def test_bad_input_is_a_clear_error(db, tmp_path):
         db.batch().put("not a table", b"k", b"v")
     with pytest.raises(ValueError, match="kind"):
         db.table("u", "hash")
+    with pytest.raises(TypeError, match='unknown table option "pages"'):
+        db.table("u", "btree", pages=3)
+    with pytest.raises(ValueError, match="compression"):
+        db.table("u", "btree", compression="gzip")
     with pytest.raises(ValueError, match="durability"):
         spinney.open(tmp_path / "other", durability="sometimes")
     with pytest.raises(spinney.InvalidArgumentError) as e:

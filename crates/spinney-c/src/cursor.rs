@@ -130,6 +130,21 @@ pub extern "C" fn spinney_cursor_seek_to_last(cursor: *mut spinney_cursor_t) {
     step(cursor, Cursor::seek_to_last);
 }
 
+/// Runs a seek to `key`.
+fn seek_with(
+    cursor: *mut spinney_cursor_t,
+    key: *const c_char,
+    key_len: usize,
+    errptr: *mut *mut c_char,
+    seek: fn(&mut Cursor, &[u8]),
+) -> spinney_status {
+    run(errptr, || {
+        let c = handle_mut(cursor, "cursor")?;
+        seek(&mut c.cursor, slice(key, key_len, "key")?);
+        Ok(spinney_status::SPINNEY_OK)
+    })
+}
+
 /// Moves to the first key at or after `key`.
 #[no_mangle]
 pub extern "C" fn spinney_cursor_seek(
@@ -138,11 +153,7 @@ pub extern "C" fn spinney_cursor_seek(
     key_len: usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        let c = handle_mut(cursor, "cursor")?;
-        c.cursor.seek(slice(key, key_len, "key")?);
-        Ok(spinney_status::SPINNEY_OK)
-    })
+    seek_with(cursor, key, key_len, errptr, Cursor::seek)
 }
 
 /// Moves to the last key at or before `key`.
@@ -153,11 +164,7 @@ pub extern "C" fn spinney_cursor_seek_for_prev(
     key_len: usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        let c = handle_mut(cursor, "cursor")?;
-        c.cursor.seek_for_prev(slice(key, key_len, "key")?);
-        Ok(spinney_status::SPINNEY_OK)
-    })
+    seek_with(cursor, key, key_len, errptr, Cursor::seek_for_prev)
 }
 
 /// Moves to the next key (the cursor must be valid).

@@ -76,6 +76,30 @@ pub extern "C" fn spinney_options_destroy(options: *mut spinney_options_t) {
     }
 }
 
+/// Runs a setter of database options.
+fn set(
+    options: *mut spinney_options_t,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut Options) -> CResult<()>,
+) -> spinney_status {
+    run(errptr, || {
+        f(&mut handle_mut(options, "options")?.options)?;
+        Ok(spinney_status::SPINNEY_OK)
+    })
+}
+
+/// Runs a setter of table options.
+fn set_table(
+    options: *mut spinney_table_options_t,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut TableOptions) -> CResult<()>,
+) -> spinney_status {
+    run(errptr, || {
+        f(&mut handle_mut(options, "table options")?.options)?;
+        Ok(spinney_status::SPINNEY_OK)
+    })
+}
+
 /// Whether opening creates a missing database (default 1).
 #[no_mangle]
 pub extern "C" fn spinney_options_set_create_if_missing(
@@ -83,9 +107,9 @@ pub extern "C" fn spinney_options_set_create_if_missing(
     value: i32,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "options")?.options.create_if_missing = value != 0;
-        Ok(spinney_status::SPINNEY_OK)
+    set(options, errptr, |o| {
+        o.create_if_missing = value != 0;
+        Ok(())
     })
 }
 
@@ -97,9 +121,9 @@ pub extern "C" fn spinney_options_set_read_only(
     value: i32,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "options")?.options.read_only = value != 0;
-        Ok(spinney_status::SPINNEY_OK)
+    set(options, errptr, |o| {
+        o.read_only = value != 0;
+        Ok(())
     })
 }
 
@@ -110,15 +134,14 @@ pub extern "C" fn spinney_options_set_durability(
     durability: i32,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        let d = match durability {
+    set(options, errptr, |o| {
+        o.durability = match durability {
             SPINNEY_DURABILITY_OFF => Durability::Off,
             SPINNEY_DURABILITY_NORMAL => Durability::Normal,
             SPINNEY_DURABILITY_FULL => Durability::Full,
             other => return invalid(format!("durability {other} is not 0, 1 or 2")),
         };
-        handle_mut(options, "options")?.options.durability = d;
-        Ok(spinney_status::SPINNEY_OK)
+        Ok(())
     })
 }
 
@@ -129,9 +152,9 @@ pub extern "C" fn spinney_options_set_cache_size(
     bytes: u64,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "options")?.options.cache_size = bytes;
-        Ok(spinney_status::SPINNEY_OK)
+    set(options, errptr, |o| {
+        o.cache_size = bytes;
+        Ok(())
     })
 }
 
@@ -142,9 +165,9 @@ pub extern "C" fn spinney_options_set_background_threads(
     threads: usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "options")?.options.background_threads = threads;
-        Ok(spinney_status::SPINNEY_OK)
+    set(options, errptr, |o| {
+        o.background_threads = threads;
+        Ok(())
     })
 }
 
@@ -178,15 +201,14 @@ pub extern "C" fn spinney_table_options_set_compression(
     compression: i32,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        let c = match compression {
+    set_table(options, errptr, |o| {
+        o.compression = match compression {
             SPINNEY_COMPRESSION_NONE => Compression::None,
             SPINNEY_COMPRESSION_LZ4 => Compression::Lz4,
             SPINNEY_COMPRESSION_ZSTD => Compression::Zstd,
             other => return invalid(format!("compression {other} is not 0, 1 or 2")),
         };
-        handle_mut(options, "table options")?.options.compression = c;
-        Ok(spinney_status::SPINNEY_OK)
+        Ok(())
     })
 }
 
@@ -198,9 +220,9 @@ pub extern "C" fn spinney_table_options_set_page_size(
     bytes: usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "table options")?.options.page_size = bytes;
-        Ok(spinney_status::SPINNEY_OK)
+    set_table(options, errptr, |o| {
+        o.page_size = bytes;
+        Ok(())
     })
 }
 
@@ -211,11 +233,9 @@ pub extern "C" fn spinney_table_options_set_bloom_bits_per_key(
     bits: u32,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "table options")?
-            .options
-            .bloom_bits_per_key = bits;
-        Ok(spinney_status::SPINNEY_OK)
+    set_table(options, errptr, |o| {
+        o.bloom_bits_per_key = bits;
+        Ok(())
     })
 }
 
@@ -226,11 +246,9 @@ pub extern "C" fn spinney_table_options_set_write_buffer_size(
     bytes: usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    run(errptr, || {
-        handle_mut(options, "table options")?
-            .options
-            .write_buffer_size = bytes;
-        Ok(spinney_status::SPINNEY_OK)
+    set_table(options, errptr, |o| {
+        o.write_buffer_size = bytes;
+        Ok(())
     })
 }
 

@@ -303,6 +303,24 @@ fn open_txn<'a>(txn: *mut spinney_txn_t) -> CResult<&'a mut Transaction> {
     }
 }
 
+/// A transaction's read of `key` into memory spinney allocates.
+fn txn_read(
+    txn: *mut spinney_txn_t,
+    table: *const spinney_table_t,
+    (key, key_len): (*const c_char, usize),
+    (value, value_len): (*mut *mut c_char, *mut usize),
+    errptr: *mut *mut c_char,
+    read: impl FnOnce(&mut Transaction, &spinney::Table, &[u8]) -> spinney::Result<Option<Vec<u8>>>,
+) -> spinney_status {
+    put_out(value, std::ptr::null_mut());
+    put_out(value_len, 0);
+    run(errptr, || {
+        let (tx, t) = (open_txn(txn)?, handle(table, "table")?);
+        let v = read(tx, &t.table, slice(key, key_len, "key")?)?;
+        found(v, value, value_len)
+    })
+}
+
 /// Reads `key` as the transaction sees it (its snapshot, its own writes
 /// over it), into memory freed with spinney_free; SPINNEY_NOT_FOUND if
 /// absent.
@@ -316,13 +334,8 @@ pub extern "C" fn spinney_txn_get(
     value_len: *mut usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    put_out(value, std::ptr::null_mut());
-    put_out(value_len, 0);
-    run(errptr, || {
-        let (tx, t) = (open_txn(txn)?, handle(table, "table")?);
-        let v = tx.get(&t.table, slice(key, key_len, "key")?)?;
-        found(v, value, value_len)
-    })
+    let read = |tx: &mut Transaction, t: &spinney::Table, k: &[u8]| tx.get(t, k);
+    txn_read(txn, table, (key, key_len), (value, value_len), errptr, read)
 }
 
 /// spinney_txn_get, and the commit conflicts if another commit wrote
@@ -337,13 +350,8 @@ pub extern "C" fn spinney_txn_get_for_update(
     value_len: *mut usize,
     errptr: *mut *mut c_char,
 ) -> spinney_status {
-    put_out(value, std::ptr::null_mut());
-    put_out(value_len, 0);
-    run(errptr, || {
-        let (tx, t) = (open_txn(txn)?, handle(table, "table")?);
-        let v = tx.get_for_update(&t.table, slice(key, key_len, "key")?)?;
-        found(v, value, value_len)
-    })
+    let read = |tx: &mut Transaction, t: &spinney::Table, k: &[u8]| tx.get_for_update(t, k);
+    txn_read(txn, table, (key, key_len), (value, value_len), errptr, read)
 }
 
 /// Writes `key` = `value` in the transaction.

@@ -3,9 +3,9 @@
 
 use std::sync::Mutex;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::table::Table;
 use crate::write::{Batch, Snapshot, Transaction};
@@ -26,10 +26,7 @@ fn durability(name: &str) -> PyResult<spinney::Durability> {
 
 fn table_options(
     kind: &str,
-    compression: Option<&str>,
-    page_size: Option<usize>,
-    bloom_bits_per_key: Option<u32>,
-    write_buffer_size: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<spinney::TableOptions> {
     let mut o = match kind {
         "lsm" => spinney::TableOptions::lsm(),
@@ -40,28 +37,46 @@ fn table_options(
             )))
         }
     };
-    if let Some(c) = compression {
-        o.compression = match c {
-            "none" => spinney::Compression::None,
-            "lz4" => spinney::Compression::Lz4,
-            "zstd" => spinney::Compression::Zstd,
+    for (name, value) in options.into_iter().flat_map(|d| d.iter()) {
+        match name.extract::<String>()?.as_str() {
+            "compression" => {
+                o.compression = match value.extract::<String>()?.as_str() {
+                    "none" => spinney::Compression::None,
+                    "lz4" => spinney::Compression::Lz4,
+                    "zstd" => spinney::Compression::Zstd,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "compression is \"none\", \"lz4\" or \"zstd\", not {other:?}"
+                        )))
+                    }
+                }
+            }
+            "page_size" => o.page_size = value.extract()?,
+            "bloom_bits_per_key" => o.bloom_bits_per_key = value.extract()?,
+            "write_buffer_size" => o.write_buffer_size = value.extract()?,
             other => {
-                return Err(PyValueError::new_err(format!(
-                    "compression is \"none\", \"lz4\" or \"zstd\", not {other:?}"
+                return Err(PyTypeError::new_err(format!(
+                    "unknown table option {other:?}: the options are compression, page_size, \
+                     bloom_bits_per_key and write_buffer_size"
                 )))
             }
-        };
-    }
-    if let Some(p) = page_size {
-        o.page_size = p;
-    }
-    if let Some(b) = bloom_bits_per_key {
-        o.bloom_bits_per_key = b;
-    }
-    if let Some(w) = write_buffer_size {
-        o.write_buffer_size = w;
+        }
     }
     Ok(o)
+}
+
+/// A `Table` of the database `slf`, as `make` opens or creates it.
+fn make_table(
+    slf: &Bound<'_, Db>,
+    py: Python<'_>,
+    make: impl FnOnce(&spinney::Db) -> spinney::Result<spinney::Table> + Send,
+) -> PyResult<Table> {
+    let db = slf.get();
+    let table = engine(py, || make(&db.db))?;
+    Ok(Table {
+        table,
+        db: slf.clone().unbind(),
+    })
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -95,66 +110,33 @@ pub(crate) fn open(
 #[pymethods]
 impl Db {
     /// The table `name`; created with these options if it is missing (an
-    /// existing table of another kind or page size is refused).
-    #[pyo3(signature = (name, kind="lsm", *, compression=None, page_size=None, bloom_bits_per_key=None, write_buffer_size=None))]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "Python's keyword arguments: each option is one"
-    )]
+    /// existing table of another kind or page size is refused). The
+    /// options: compression ("none", "lz4", "zstd"), page_size,
+    /// bloom_bits_per_key, write_buffer_size.
+    #[pyo3(signature = (name, kind="lsm", **options))]
     fn table(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &str,
         kind: &str,
-        compression: Option<&str>,
-        page_size: Option<usize>,
-        bloom_bits_per_key: Option<u32>,
-        write_buffer_size: Option<usize>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Table> {
-        let o = table_options(
-            kind,
-            compression,
-            page_size,
-            bloom_bits_per_key,
-            write_buffer_size,
-        )?;
-        let db = slf.get();
-        let table = engine(py, || db.db.open_table(name, o))?;
-        Ok(Table {
-            table,
-            db: slf.clone().unbind(),
-        })
+        let o = table_options(kind, options)?;
+        make_table(slf, py, |db| db.open_table(name, o))
     }
 
-    /// Creates table `name`; `TableExistsError` if it exists.
-    #[pyo3(signature = (name, kind="lsm", *, compression=None, page_size=None, bloom_bits_per_key=None, write_buffer_size=None))]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "Python's keyword arguments: each option is one"
-    )]
+    /// Creates table `name` (the options as `table`'s);
+    /// `TableExistsError` if it exists.
+    #[pyo3(signature = (name, kind="lsm", **options))]
     fn create_table(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &str,
         kind: &str,
-        compression: Option<&str>,
-        page_size: Option<usize>,
-        bloom_bits_per_key: Option<u32>,
-        write_buffer_size: Option<usize>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Table> {
-        let o = table_options(
-            kind,
-            compression,
-            page_size,
-            bloom_bits_per_key,
-            write_buffer_size,
-        )?;
-        let db = slf.get();
-        let table = engine(py, || db.db.create_table(name, o))?;
-        Ok(Table {
-            table,
-            db: slf.clone().unbind(),
-        })
+        let o = table_options(kind, options)?;
+        make_table(slf, py, |db| db.create_table(name, o))
     }
 
     /// Drops table `name` and its files.

@@ -223,6 +223,27 @@ fn values_larger_than_a_page_round_trip_survive_reopen_and_are_freed() {
     db.verify().expect("verify");
 }
 
+/// Runs `compact_all` on `t` while a thread scans it again and again, each
+/// scan checked against `model` (compact_all changes no data); returns the
+/// scans made (at least one).
+fn compact_all_while_scanning(t: &Table, model: &Model) -> u32 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, model, stop) = (t.clone(), model.clone(), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut scans = 0u32;
+            while !stop.load(Ordering::Acquire) || scans == 0 {
+                assert!(scan(&t) == model, "scan {scans} during compact_all");
+                scans += 1;
+            }
+            scans
+        })
+    };
+    t.compact_all().expect("compact_all with a snapshot");
+    stop.store(true, Ordering::Release);
+    reader.join().expect("reader")
+}
+
 #[test]
 fn compact_all_packs_moves_and_cuts_while_a_snapshot_and_a_reader_see_their_data() {
     // Goal: `compact_all` of a B-tree table (pack the leaves, move pages
@@ -265,21 +286,7 @@ fn compact_all_packs_moves_and_cuts_while_a_snapshot_and_a_reader_see_their_data
     db.checkpoint().expect("checkpoint");
     let before = shape(&t);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (t, model, stop) = (t.clone(), model.clone(), Arc::clone(&stop));
-        thread::spawn(move || {
-            let mut scans = 0u32;
-            while !stop.load(Ordering::Acquire) || scans == 0 {
-                assert!(scan(&t) == model, "scan {scans} during compact_all");
-                scans += 1;
-            }
-            scans
-        })
-    };
-    t.compact_all().expect("compact_all with a snapshot");
-    stop.store(true, Ordering::Release);
-    let scans = reader.join().expect("reader");
+    let scans = compact_all_while_scanning(&t, &model);
     for i in (0..4000u32).step_by(7) {
         assert_eq!(
             snap.get(&t, &key(i)).expect("snapshot get").as_ref(),
@@ -363,21 +370,7 @@ fn compact_all_merges_the_branches_of_a_tall_tree_while_a_reader_and_a_snapshot_
     }
     db.checkpoint().expect("checkpoint");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (t, model, stop) = (t.clone(), model.clone(), Arc::clone(&stop));
-        thread::spawn(move || {
-            let mut scans = 0u32;
-            while !stop.load(Ordering::Acquire) || scans == 0 {
-                assert!(scan(&t) == model, "scan {scans} during compact_all");
-                scans += 1;
-            }
-            scans
-        })
-    };
-    t.compact_all().expect("compact_all with a snapshot");
-    stop.store(true, Ordering::Release);
-    let scans = reader.join().expect("reader");
+    let scans = compact_all_while_scanning(&t, &model);
     for &i in order.iter().step_by(13) {
         assert_eq!(
             snap.get(&t, &long_key(i)).expect("snapshot get").as_ref(),
