@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The Python package (python/): a virtual environment with maturin and
-# pytest from PyPI, the package built into it by `maturin develop` (the
-# dev profile, sharing cargo's target directory, so the engine built by the
-# Rust tests is not built again), then pytest on python/tests.
+# pytest from PyPI, the package built into it by `maturin develop` (the dev
+# profile, in cargo's target directory), then pytest on python/tests.
 # Needs python3 with its venv module (Debian: python3-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."

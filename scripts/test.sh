@@ -11,10 +11,7 @@ if [ "${SPINNEY_NO_PEERS:-0}" = "1" ]; then
     features=()
 fi
 cargo test --workspace --locked "${features[@]}" "$@"
-# The engine without its default features (the lz4 and zstd codecs): it
-# builds, and refuses tables of the codecs it lacks (tests/codecs.rs).
 if [ "$#" -eq 0 ]; then
-    cargo test -p spinney --locked --no-default-features --test codecs
     # The C API: a C program that calls every function, under ASan.
     if [ "${SPINNEY_NO_PEERS:-0}" = "1" ] && ! { command -v cc && command -v pkg-config; } >/dev/null; then
         echo "test.sh: no cc or pkg-config: the C API's C tests (scripts/test-c.sh) are not run" >&2

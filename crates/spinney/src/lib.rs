@@ -110,6 +110,11 @@ pub use options::{
 };
 pub use read_context::ReadContext;
 
+/// For tests only (feature `testing`): see `codec::hide_in_this_thread`.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub use codec::hide_in_this_thread as hide_codec_in_this_thread;
+
 /// Thin public wrappers over internal types, for the criterion benches only.
 /// Not part of the API: hidden, behind the `testing` feature, and free to
 /// change.

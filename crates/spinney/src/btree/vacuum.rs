@@ -206,6 +206,15 @@ impl BtreeTable {
                 bytes = 0;
             }
         }
+        // A last page of one entry would be a branch of one child and no
+        // separator: it takes the last entry of the page before.
+        if let [.., before, last] = cuts[..] {
+            if last + 1 == entries.len() && last >= before + 3 {
+                if let Some(c) = cuts.last_mut() {
+                    *c -= 1;
+                }
+            }
+        }
         cuts.push(entries.len());
         let pages = cuts.len() - 1;
         let parent_bytes: usize = cuts[1..pages].iter().map(|&i| cell(&entries[i].0)).sum();
