@@ -7,9 +7,9 @@
 # Needs cc (gcc or clang) and pkg-config.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The test profile, whose engine the Rust tests built (its output is
-# target/debug, as the dev profile's).
-cargo build -p spinney-c --locked --profile test
+# The dev profile: scripts/test-python.sh's maturin build, next, reuses its
+# engine.
+cargo build -p spinney-c --locked
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 export PKG_CONFIG_PATH="$target_dir/debug/pkgconfig"
 work=$(mktemp -d)

@@ -223,6 +223,24 @@ fn values_larger_than_a_page_round_trip_survive_reopen_and_are_freed() {
     db.verify().expect("verify");
 }
 
+/// Table `t` ("t" of `db`, in `dir`) holds `model`, by scan and by get,
+/// verifies, and does again after the database is reopened.
+fn holds_after_reopen(dir: &Path, db: Db, t: Table, model: &Model) {
+    assert!(scan(&t) == *model, "after compact_all");
+    for (k, v) in model {
+        assert_eq!(t.get(k).expect("get").as_ref(), Some(v));
+    }
+    db.verify().expect("verify");
+    drop(t);
+    db.close().expect("close");
+    let db = Db::open(dir, Options::default()).expect("reopen");
+    assert!(
+        scan(&db.table("t").expect("table")) == *model,
+        "after reopen"
+    );
+    db.verify().expect("verify after reopen");
+}
+
 /// Runs `compact_all` on `t` while a thread scans it again and again, each
 /// scan checked against `model` (compact_all changes no data); returns the
 /// scans made (at least one).
@@ -310,19 +328,7 @@ fn compact_all_packs_moves_and_cuts_while_a_snapshot_and_a_reader_see_their_data
     );
     assert!(after.entries < pinned.entries, "{pinned:?} -> {after:?}");
     assert_eq!(btree_file_size(dir.path()), after.file_bytes);
-    assert!(scan(&t) == model, "after the second compact_all");
-    for (k, v) in &model {
-        assert_eq!(t.get(k).expect("get").as_ref(), Some(v));
-    }
-    db.verify().expect("verify");
-    drop(t);
-    db.close().expect("close");
-    let db = Db::open(dir.path(), Options::default()).expect("reopen");
-    assert!(
-        scan(&db.table("t").expect("table")) == model,
-        "after reopen"
-    );
-    db.verify().expect("verify after reopen");
+    holds_after_reopen(dir.path(), db, t, &model);
 }
 
 #[test]
@@ -388,19 +394,7 @@ fn compact_all_merges_the_branches_of_a_tall_tree_while_a_reader_and_a_snapshot_
     );
     assert!(after.fill >= 0.9, "leaves not packed: {after:?}");
     assert!(after.height < full.height, "{full:?} -> {after:?}");
-    assert!(scan(&t) == model, "after compact_all");
-    for (k, v) in &model {
-        assert_eq!(t.get(k).expect("get").as_ref(), Some(v));
-    }
-    db.verify().expect("verify");
-    drop(t);
-    db.close().expect("close");
-    let db = Db::open(dir.path(), Options::default()).expect("reopen");
-    assert!(
-        scan(&db.table("t").expect("table")) == model,
-        "after reopen"
-    );
-    db.verify().expect("verify after reopen");
+    holds_after_reopen(dir.path(), db, t, &model);
 }
 
 #[test]
