@@ -709,13 +709,14 @@ pub struct Options {
     /// hold less than 60% of its file (free pages, or leaves deletes
     /// emptied; estimated from its branches and 64 of its leaves): it packs
     /// the leaves, moves the pages at the file's end down into free ones
-    /// and cuts the file, as `compact_all` does. It holds writers back
-    /// while it packs or moves pages (for the whole table at once), which
-    /// is why it waits for the database to be idle; reads count as
-    /// activity, so that it does not compete with a phase of reads. `None`
-    /// (the default, as SQLite's `auto_vacuum` and WiredTiger's compact
-    /// are off unless asked for): never; space is given back only by
-    /// `compact_all`.
+    /// and cuts the file, as `compact_all` does. It works in slices of at
+    /// most 256 leaves, each holding writers back for a few milliseconds,
+    /// and goes on to its end if writes or reads come back meanwhile; it
+    /// waits for idleness so as not to compete with them for the disk.
+    /// Reads count as activity. 30 seconds by default: a table that
+    /// deletes left mostly empty is its live data's size again within a
+    /// minute of idle time. `None`: never; space is given back only by
+    /// `compact_all` (freed pages are reused either way).
     pub vacuum_after_idle: Option<std::time::Duration>,
     /// Raise an existing database of an older format to the newest this
     /// build writes (`spinney::FORMAT_VERSION`) at this open: the new
@@ -777,7 +778,7 @@ impl Default for Options {
             backpressure: Backpressure::default(),
             max_manifest_size: limits::MANIFEST_BYTES_DEFAULT,
             checkpoint_wal_bytes: 64 << 20,
-            vacuum_after_idle: None,
+            vacuum_after_idle: Some(std::time::Duration::from_secs(30)),
             upgrade_format: false,
             fs: Arc::new(OsFs::new()),
         }

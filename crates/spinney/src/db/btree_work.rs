@@ -17,7 +17,6 @@ use super::{log, BgState, DbInner};
 use crate::btree::BtreeTable;
 use crate::error::Result;
 use crate::manifest::VersionEdit;
-use crate::mvcc::Horizon;
 use crate::read_context;
 
 /// A table whose file is smaller than this many pages is not vacuumed by
@@ -139,21 +138,34 @@ pub(crate) fn checkpoint_table(db: &DbInner, t: &BtreeTable) -> Result<u64> {
 /// makes the moves durable; the second finds the pages they left free and
 /// cuts the file before them. A move copies the pages above a moved page
 /// too, which may land past the cut: the rounds of moves repeat (three at
-/// most) while the file shrinks. A failure poisons the database.
+/// most) while the file shrinks. The packing and the moves are done in
+/// slices, each under the commit lock, which writers get between slices.
+/// A failure poisons the database.
 pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
-    let under_commit_lock = |what: &str, step: &dyn Fn(&Horizon) -> Result<u64>| {
-        let _commit = db.commit.lock();
+    vacuum_btree_between(db, t, &|| ())
+}
+
+/// `vacuum_btree`, calling `between` before each slice takes the commit
+/// lock (tests write there).
+pub(crate) fn vacuum_btree_between(db: &DbInner, t: &BtreeTable, between: &dyn Fn()) -> Result<()> {
+    let enter = || {
+        between();
+        let held = FairUnlock(Some(db.commit.lock()));
         db.check_writable()?;
-        step(&db.horizon()).inspect_err(|e| {
-            db.poison(format!("{what} of table {:?} failed: {e}", t.name));
-        })
+        Ok((held, db.horizon()))
     };
-    if under_commit_lock("packing the leaves", &|h| t.pack_leaves(h))? > 0 {
+    let poison = |what: &'static str| {
+        move |e: &crate::Error| db.poison(format!("{what} of table {:?} failed: {e}", t.name))
+    };
+    if t.pack_leaves(&enter)
+        .inspect_err(poison("packing the leaves"))?
+        > 0
+    {
         checkpoint_table(db, t)?;
     }
     let mut pages = t.quick_shape().1;
     for _ in 0..3 {
-        let moved = under_commit_lock("moving the pages", &|h| t.vacuum(h))?;
+        let moved = t.vacuum(&enter).inspect_err(poison("moving the pages"))?;
         if moved > 0 {
             checkpoint_table(db, t)?;
         }
@@ -165,6 +177,19 @@ pub(crate) fn vacuum_btree(db: &DbInner, t: &BtreeTable) -> Result<()> {
         pages = now;
     }
     Ok(())
+}
+
+/// The commit lock held by a slice of a vacuum, handed on fairly when the
+/// slice ends: to a writer that waits, if one does, rather than to the
+/// vacuum's next slice.
+struct FairUnlock<'a>(Option<parking_lot::MutexGuard<'a, ()>>);
+
+impl Drop for FairUnlock<'_> {
+    fn drop(&mut self) {
+        if let Some(held) = self.0.take() {
+            parking_lot::MutexGuard::unlock_fair(held);
+        }
+    }
 }
 
 /// Checkpoints `t` in the caller's thread if its checkpoint is overdue

@@ -29,6 +29,8 @@ mod snapshot;
 mod stats;
 mod table;
 mod transaction;
+#[cfg(test)]
+mod vacuum_tests;
 mod work;
 mod write;
 
