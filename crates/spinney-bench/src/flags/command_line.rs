@@ -179,6 +179,12 @@ struct Flags {
     /// Bytes of a B-tree page (a power of two, 4096 to 32768).
     #[arg(long, default_value_t = Config::default().page_size)]
     page_size: usize,
+    /// Bytes of log between two checkpoints of a B-tree table: spinney's
+    /// `Options::checkpoint_wal_bytes`, and WiredTiger's B-tree's
+    /// `checkpoint=(log_size)` with log files as large (WiredTiger
+    /// checkpoints no more often than once a log file). 1 MiB to 2 GiB.
+    #[arg(long, default_value_t = Config::default().checkpoint_log_bytes)]
+    checkpoint_log_bytes: u64,
     /// The database directory (default: a new temporary directory, removed
     /// at the end). Without --use_existing_db=1 its database is deleted
     /// first; a directory holding anything else is refused.
@@ -384,6 +390,7 @@ impl Flags {
             write_buffer_size: self.write_buffer_size,
             write_buffers: self.max_write_buffer_number,
             page_size: self.page_size,
+            checkpoint_log_bytes: self.checkpoint_log_bytes,
             db: self.db,
             use_existing_db: self.use_existing_db,
             mmap_read: self.mmap_read,

@@ -97,6 +97,11 @@ pub struct Config {
     pub write_buffers: usize,
     /// Bytes of a page (B-tree).
     pub page_size: usize,
+    /// Bytes of log between two checkpoints of a B-tree: spinney's
+    /// `Options::checkpoint_wal_bytes` (its default, 64 MiB, unless
+    /// `--checkpoint_log_bytes` says otherwise) and WiredTiger's B-tree's
+    /// `checkpoint=(log_size)`, so that both write their trees as often.
+    pub checkpoint_log_bytes: u64,
     /// The database directory; `None` for a new temporary directory removed
     /// at the end of the run.
     pub db: Option<PathBuf>,
@@ -205,6 +210,7 @@ impl Default for Config {
             write_buffer_size: table.write_buffer_size,
             write_buffers: WRITE_BUFFERS_DEFAULT,
             page_size: table.page_size,
+            checkpoint_log_bytes: spinney::Options::default().checkpoint_wal_bytes,
             db: None,
             use_existing_db: false,
             mmap_read: false,
@@ -306,6 +312,7 @@ impl Config {
             mmap_reads: self.mmap_read || self.engine.mmap_reads(),
             direct_reads: self.direct_reads,
             direct_writes: self.direct_writes,
+            checkpoint_wal_bytes: self.checkpoint_log_bytes,
             backpressure: spinney::Backpressure {
                 max_immutable_memtables: self.write_buffers.saturating_sub(1).max(1),
                 ..spinney::Backpressure::default()
@@ -403,6 +410,14 @@ impl Config {
                 self.scale
             ));
         }
+        if !(CHECKPOINT_LOG_BYTES_MIN..=CHECKPOINT_LOG_BYTES_MAX)
+            .contains(&self.checkpoint_log_bytes)
+        {
+            return Err(format!(
+                "--checkpoint_log_bytes={} is outside {CHECKPOINT_LOG_BYTES_MIN}..={CHECKPOINT_LOG_BYTES_MAX} (1 MiB to 2 GiB: WiredTiger's log files take 100 KB to 2 GB)",
+                self.checkpoint_log_bytes
+            ));
+        }
         if !(2..=WRITE_BUFFERS_MAX).contains(&self.write_buffers) {
             return Err(format!(
                 "--max_write_buffer_number={} is outside 2..={WRITE_BUFFERS_MAX} (the active memtable and at least one waiting for its flush)",
@@ -470,6 +485,7 @@ impl Config {
             format!("--write_buffer_size={}", self.write_buffer_size),
             format!("--max_write_buffer_number={}", self.write_buffers),
             format!("--page_size={}", self.page_size),
+            format!("--checkpoint_log_bytes={}", self.checkpoint_log_bytes),
             format!("--use_existing_db={}", u8::from(self.use_existing_db)),
             format!("--mmap_read={}", u8::from(self.mmap_read)),
             format!("--use_direct_reads={}", u8::from(self.direct_reads)),
@@ -569,6 +585,10 @@ pub const ROUNDS_MAX: usize = 1000;
 /// every engine buffers alike (spinney's own default is 5:
 /// `Backpressure::max_immutable_memtables` 4, plus the active one).
 pub const WRITE_BUFFERS_DEFAULT: usize = 2;
+
+/// The range `--checkpoint_log_bytes` takes.
+const CHECKPOINT_LOG_BYTES_MIN: u64 = 1 << 20;
+const CHECKPOINT_LOG_BYTES_MAX: u64 = 2 << 30;
 
 /// The most memtables per table `--max_write_buffer_number` takes.
 pub const WRITE_BUFFERS_MAX: usize = 64;

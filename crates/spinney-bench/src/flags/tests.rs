@@ -142,6 +142,7 @@ fn to_args_gives_the_configuration_back() {
         "--write_buffer_size=1048576",
         "--max_write_buffer_number=3",
         "--page_size=16384",
+        "--checkpoint_log_bytes=33554432",
         "--db=/tmp/x y",
         "--mmap_read=1",
         "--use_direct_io_for_flush_and_compaction=1",

@@ -78,7 +78,8 @@ pub(crate) fn describe(config: &Config) -> String {
             )
         }
         _ => format!(
-            "wiredtiger btree table (row store, leaf pages 32 KB, internal pages 4 KB: WiredTiger's defaults, --page_size not applied), {common}"
+            "wiredtiger btree table (row store, leaf pages 32 KB, internal pages 4 KB: WiredTiger's defaults, --page_size not applied), {common}, a checkpoint every {} of log (log files as large)",
+            megabytes(config.checkpoint_log_bytes)
         ),
     }
 }
@@ -157,8 +158,20 @@ pub(super) fn connection_config(engine: Engine, config: &Config) -> Result<Strin
             config.cache_size
         )));
     }
+    // A B-tree checkpoints after as many log bytes as spinney's does
+    // (`--checkpoint_log_bytes`); WiredTiger checkpoints no more often than
+    // once a log file, so its log files are made that large. The LSM tree
+    // keeps WiredTiger's defaults: its chunks are written by its own
+    // flushes, as spinney's memtables are.
+    let log = match engine {
+        Engine::WiredtigerBtree => format!(
+            "log=(enabled=true,file_max={}),checkpoint=(log_size={})",
+            config.checkpoint_log_bytes, config.checkpoint_log_bytes
+        ),
+        _ => "log=(enabled=true)".to_string(),
+    };
     let mut text = format!(
-        "create,cache_size={},session_max={},log=(enabled=true),{},eviction=(threads_min=1,threads_max={}),statistics=(fast)",
+        "create,cache_size={},session_max={},{log},{},eviction=(threads_min=1,threads_max={}),statistics=(fast)",
         config.cache_size,
         config
             .threads

@@ -7,19 +7,28 @@
 //! here so that a figure says what ran.
 //! - Connection (`wiredtiger_open`): `create`, `cache_size` from
 //!   `--cache_size` (WiredTiger takes 1 MB to 10 TB), `log=(enabled=true)`
-//!   (defaults kept: 100 MB log files, archived after checkpoints,
-//!   preallocated, not compressed; so the directory holds 300 MB of log
-//!   files from the start, one in use and two preallocated, and the lab's
-//!   database size counts them), `transaction_sync` from the durability
+//!   (defaults kept: log files archived after checkpoints, preallocated,
+//!   not compressed; 100 MB files for the LSM, `--checkpoint_log_bytes`
+//!   for the B-tree, below; the directory holds three from the start, one
+//!   in use and two preallocated, and the lab's database size counts
+//!   them), `transaction_sync` from the durability
 //!   (below), `eviction=(threads_min=1,threads_max=N)` with N =
 //!   `--background_threads` clamped to WiredTiger's 1..=20 (0 becomes 1;
 //!   WiredTiger's default is 1..=8; application threads also evict when the
 //!   cache passes its default triggers, 95% full or 20% dirty),
 //!   `statistics=(fast)` for the stats, shape and merge waits, and
 //!   `session_max` = max(100, threads + 64), as WiredTiger's own threads
-//!   take sessions too (the LSM manager opens 20). Kept: no periodic
-//!   checkpoints (`checkpoint=(wait=0)`), `checkpoint_sync=true`, eviction
-//!   targets 80% full and 5% dirty, `mmap=true`.
+//!   take sessions too (the LSM manager opens 20). A B-tree checkpoints
+//!   every `--checkpoint_log_bytes` of log (64 MiB unless set, spinney's
+//!   `Options::checkpoint_wal_bytes` default; spinney's B-tree runs with
+//!   the same), `checkpoint=(log_size=N)` with `log=(file_max=N)`:
+//!   WiredTiger checkpoints no more often than once a log file, so its log
+//!   files are made as large (three of them from the start, one in use and
+//!   two preallocated). Until 2026-11-29 it kept WiredTiger's default of
+//!   no periodic checkpoint, which left its tree to eviction and to close
+//!   and kept every log file of a run. The LSM keeps that default. Kept:
+//!   `checkpoint_sync=true`, eviction targets 80% full and 5% dirty,
+//!   `mmap=true`.
 //! - LSM tables also set `lsm_manager=(worker_thread_max=N+1)` with N =
 //!   `--background_threads`, clamped to WiredTiger's 3..=20: the count
 //!   includes the manager thread, which only schedules work, so 0, 1 and 2

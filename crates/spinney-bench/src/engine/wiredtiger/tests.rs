@@ -482,6 +482,53 @@ fn scans_see_every_entry_in_order_both_ways() {
 }
 
 #[test]
+fn a_btree_checkpoints_every_checkpoint_log_bytes_of_log() {
+    // Goal: WiredTiger's B-tree checkpoints by itself after
+    // `--checkpoint_log_bytes` of log, as spinney's B-tree does (the
+    // same cadence for both; with WiredTiger's default, none, its tree is
+    // written only by eviction and at close). Method: 1 MiB between
+    // checkpoints and about 7 MiB of log written; the connection's count
+    // of checkpoints is read until it shows several (the checkpoint thread
+    // runs on its own).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = Config {
+        checkpoint_log_bytes: 1 << 20,
+        ..config(Engine::WiredtigerBtree)
+    };
+    let text = connection_config(Engine::WiredtigerBtree, &config).expect("config");
+    assert!(
+        text.contains(",log=(enabled=true,file_max=1048576),checkpoint=(log_size=1048576),"),
+        "{text}"
+    );
+    let store = open(Engine::WiredtigerBtree, &config, dir.path(), &specs()).expect("open");
+    let mut session = store.session().expect("session");
+    for i in 0..60_000 {
+        let mut batch = Batch::new();
+        batch.put(0, &key(i), &[b'x'; 100]);
+        session.write(&batch).expect("write");
+    }
+    let checkpoints = || -> u64 {
+        let stats = store
+            .printout(Benchmark::Stats)
+            .expect("stats")
+            .expect("some stats");
+        stats
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("transaction: transaction checkpoints: ")
+            })
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no count of checkpoints in {stats}"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while checkpoints() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(checkpoints() >= 3, "{} checkpoints", checkpoints());
+}
+
+#[test]
 fn operations_run_and_levels_are_not_supported() {
     // Goal: flush, checkpoint and the compactions run and report true,
     // the level compactions report false (WiredTiger has no levels),
