@@ -705,9 +705,12 @@ pub struct Options {
     pub checkpoint_wal_bytes: u64,
     /// After the database has taken no write and no read for this long, a
     /// background thread (or `Db::work`) looks at each B-tree table
-    /// written since its last look and gives its space back when its pages
-    /// hold less than 60% of its file (free pages, or leaves deletes
-    /// emptied; estimated from its branches and 64 of its leaves): it packs
+    /// written since its last look and gives its space back when its live
+    /// data is less than 60% of its file, and either its leaves are less
+    /// than half live (deletes emptied them) or its free pages are more
+    /// than a second image of the tree (estimated from its branches and 64
+    /// of its leaves; the second image that copy-on-write checkpoints keep
+    /// after a rewrite is left, as the next rewrite takes it again): it packs
     /// the leaves, moves the pages at the file's end down into free ones
     /// and cuts the file, as `compact_all` does. It works in slices of at
     /// most 256 leaves, each holding writers back for a few milliseconds,

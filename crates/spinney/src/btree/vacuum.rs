@@ -44,7 +44,7 @@ use super::store::{write_handed_back, write_run, WriteGuard};
 use super::BtreeTable;
 use super::TreeState;
 use crate::error::Result;
-use crate::mvcc::key::KeyRef;
+use crate::mvcc::key::{KeyRef, Kind, ParsedKey};
 use crate::mvcc::Horizon;
 use crate::read_context::ReadContext;
 
@@ -322,12 +322,16 @@ impl BtreeTable {
         Ok((children.len() - pages) as u64)
     }
 
-    /// How much of the file the tree uses, estimated without reading every
-    /// leaf: the bytes of the file's data pages, and the bytes the tree's
-    /// pages hold (every branch read, and `LEAVES_SAMPLED` leaves spread
-    /// over the tree standing for all of them). For the idle vacuum, which
-    /// runs where the tree holds little of its file.
-    pub(crate) fn estimate_use(&self) -> Result<(u64, u64)> {
+    /// How much of the file the tree uses and how much of it is live,
+    /// estimated without reading every leaf (every branch read, and
+    /// `LEAVES_SAMPLED` leaves spread over the tree standing for all of
+    /// them; a key's versions running on into the next leaf are taken as
+    /// live). For the idle vacuum. As the writer
+    /// (holding `tree`, a few milliseconds): the walk finds pages by the
+    /// numbers their parents hold, which a writer could free and reuse
+    /// under it.
+    pub(crate) fn estimate_use(&self) -> Result<TreeUse> {
+        let st = self.tree.lock();
         let leaves = parking_lot::Mutex::new(Vec::new());
         let branches = parking_lot::Mutex::new(0u64);
         self.routes(false, |pgno, _, page| {
@@ -337,25 +341,47 @@ impl BtreeTable {
             }
             false
         })?;
-        let leaves = leaves.into_inner();
+        let (leaves, branches) = (leaves.into_inner(), branches.into_inner());
         let image = self.store.file.image_len() as u64;
         let step = leaves.len().div_ceil(LEAVES_SAMPLED).max(1);
         let mut ctx = ReadContext::default();
-        let (mut sampled, mut used) = (0u64, 0u64);
+        let mut sampled = 0u64;
+        // Over the sampled leaves: bytes of live cells (the newest version
+        // of a key, a put) with their slots, and overflow pages, all and
+        // live.
+        let (mut live, mut runs, mut live_runs) = (0u64, 0u64, 0u64);
         for &pgno in leaves.iter().step_by(step) {
             let frame = self.store.fetch(pgno, &mut ctx)?;
-            used += page::used(&frame.read().image) as u64;
+            let g = frame.read();
+            let p = &g.image;
+            let mut newest_of: Option<&[u8]> = None;
+            for i in 0..page::count(p) {
+                let Some(k) = ParsedKey::parse(page::ikey(p, i)) else {
+                    return Err(self.store.file.corrupt(pgno, "a malformed internal key"));
+                };
+                let newest = newest_of != Some(k.user_key);
+                newest_of = Some(k.user_key);
+                let pages = match page::value(p, i) {
+                    Value::Overflow { pages, .. } => u64::from(pages),
+                    Value::Inline(_) => 0,
+                };
+                runs += pages;
+                if newest && k.kind == Kind::Put {
+                    live += (page::cell_bytes(p, i).len() + page::SLOT) as u64;
+                    live_runs += pages;
+                }
+            }
             sampled += 1;
         }
-        let leaf_bytes = match sampled {
+        let scale = |n: u64| match sampled {
             0 => 0,
-            n => used * leaves.len() as u64 / n,
+            s => n * leaves.len() as u64 / s,
         };
-        let file = {
-            let st = self.tree.lock();
-            st.space.page_count.saturating_sub(FIRST_DATA_PAGE) * image
-        };
-        Ok((file, leaf_bytes + branches.into_inner() * image))
+        Ok(TreeUse {
+            file: st.space.page_count.saturating_sub(FIRST_DATA_PAGE) * image,
+            tree: (leaves.len() as u64 + branches + scale(runs)) * image,
+            live: scale(live) + (branches + scale(live_runs)) * image,
+        })
     }
 
     /// Walks the tree and returns, for each page `pick` chooses, the key
@@ -526,6 +552,19 @@ impl BtreeTable {
         }
         Ok(moved)
     }
+}
+
+/// What `BtreeTable::estimate_use` finds, in bytes of page images.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TreeUse {
+    /// The file's data pages.
+    pub(crate) file: u64,
+    /// The tree's pages: leaves, branches and overflow runs.
+    pub(crate) tree: u64,
+    /// What of them is live: the cells of each key's newest version where
+    /// it is a put, with their overflow runs, and the branches counted
+    /// full. Not versions newer ones hide, nor tombstones.
+    pub(crate) live: u64,
 }
 
 /// Cuts `routes` into slices of at most `SLICE_ROUTES`, at the starts of
