@@ -17,7 +17,7 @@ exceptions of ``spinney.errors``, all under ``spinney.Error``.
 from collections.abc import MutableMapping
 
 from . import errors
-from ._spinney import Batch, Db, Iter, Snapshot, Table, Transaction, open
+from ._spinney import TRANSACT_ATTEMPTS, Batch, Db, Iter, Snapshot, Table, Transaction, open
 from .errors import (
     ClosedError,
     ConflictError,
@@ -39,6 +39,7 @@ MutableMapping.register(Table)
 
 __all__ = [
     "open",
+    "TRANSACT_ATTEMPTS",
     "Db",
     "Table",
     "Snapshot",

@@ -11,6 +11,10 @@ Kind = Literal["lsm", "btree"]
 Compression = Literal["none", "lz4", "zstd"]
 Durability = Literal["off", "normal", "full"]
 
+TRANSACT_ATTEMPTS: int
+"""How often ``Db.transact`` runs its body at most by default (the engine's
+``spinney::TRANSACT_ATTEMPTS``)."""
+
 def open(
     path: Union[str, PathLike[str]],
     *,
@@ -55,7 +59,9 @@ class Db:
         """A batch of writes across tables, applied whole."""
     def transaction(self) -> Transaction:
         """A transaction: commits on a normal exit, rolls back on an exception."""
-    def transact(self, body: Callable[[Transaction], _T], attempts: int = 100) -> _T:
+    def transact(
+        self, body: Callable[[Transaction], _T], attempts: int = TRANSACT_ATTEMPTS
+    ) -> _T:
         """Runs ``body(tx)`` and commits, again while the commit conflicts."""
     def snapshot(self) -> Snapshot:
         """A consistent view as of now, until closed."""

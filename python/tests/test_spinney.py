@@ -155,6 +155,20 @@ def test_transactions_commit_roll_back_and_conflict(db):
     assert db.transact(add_one) == 11
     assert attempts == [7, 10] and t[b"bob"] == b"11"
 
+    # A body that always loses runs as often as the engine's own
+    # Db::transact would run it, then the conflict is raised.
+    runs = []
+
+    def always_loses(tx):
+        tx.get_for_update(t, b"bob")
+        runs.append(1)
+        t[b"bob"] = str(len(runs)).encode()
+        tx.put(t, b"bob", b"mine")
+
+    with pytest.raises(spinney.ConflictError):
+        db.transact(always_loses)
+    assert len(runs) == spinney.TRANSACT_ATTEMPTS == 1000
+
 
 def test_a_snapshot_keeps_its_view_until_closed(db):
     t = db.table("t")

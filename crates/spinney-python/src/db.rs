@@ -169,8 +169,9 @@ impl Db {
 
     /// Runs `body(tx)` in a transaction and commits it, again from the
     /// start while the commit loses to a conflict (at most `attempts`
-    /// times); returns what `body` returned.
-    #[pyo3(signature = (body, attempts=100))]
+    /// times, by default the engine's `Db::transact`'s,
+    /// `TRANSACT_ATTEMPTS`); returns what `body` returned.
+    #[pyo3(signature = (body, attempts=spinney::TRANSACT_ATTEMPTS))]
     fn transact(
         &self,
         py: Python<'_>,

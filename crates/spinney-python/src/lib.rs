@@ -87,6 +87,7 @@ pub(crate) struct Db {
 #[pymodule]
 fn _spinney(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(db::open, m)?)?;
+    m.add("TRANSACT_ATTEMPTS", spinney::TRANSACT_ATTEMPTS)?;
     m.add_class::<Db>()?;
     m.add_class::<Table>()?;
     m.add_class::<Snapshot>()?;
