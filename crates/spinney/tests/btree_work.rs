@@ -88,6 +88,28 @@ fn background_threads_checkpoint_by_log_bytes() {
     db.verify().expect("verify");
 }
 
+/// Keys of the idle vacuum's tests.
+const KEYS: u64 = 80_000;
+
+/// Key `i` of a permutation of 0..KEYS (7919 is prime to 80,000).
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:011}", i * 7919 % KEYS).into_bytes()
+}
+
+/// A database whose idle vacuum looks after 200 ms of idle time, with one
+/// B-tree table "t".
+fn idle_vacuum_table() -> (tempfile::TempDir, Db, spinney::Table) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        background_threads: 1,
+        vacuum_after_idle: Some(std::time::Duration::from_millis(200)),
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).expect("open");
+    let t = db.create_table("t", TableOptions::btree()).expect("table");
+    (dir, db, t)
+}
+
 #[test]
 fn an_idle_database_gives_a_btree_tables_free_space_back_by_itself() {
     // Goal (`Options::vacuum_after_idle`): after 90% of a B-tree table's
@@ -102,17 +124,8 @@ fn an_idle_database_gives_a_btree_tables_free_space_back_by_itself() {
         default.is_some_and(|idle| idle <= std::time::Duration::from_secs(30)),
         "the default idle vacuum ({default:?}) leaves no time to finish within a minute"
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options {
-        background_threads: 1,
-        vacuum_after_idle: Some(std::time::Duration::from_millis(200)),
-        ..Options::default()
-    };
-    let db = Db::open(dir.path(), options).expect("open");
-    let t = db.create_table("t", TableOptions::btree()).expect("table");
-    let keys = 80_000u64;
-    // A permutation of 0..keys (7919 is prime to 80,000).
-    let key = |i: u64| format!("key{:011}", i * 7919 % keys).into_bytes();
+    let (dir, db, t) = idle_vacuum_table();
+    let keys = KEYS;
     let value = [b'v'; 100];
     for i in 0..keys {
         t.put(&key(i), &value).expect("put");
@@ -199,16 +212,8 @@ fn an_idle_database_leaves_the_second_image_of_a_rewritten_table_alone() {
     // time. Method: 80,000 keys put and all overwritten in another order,
     // a checkpoint after each; the file then holds about two images at
     // less than 60% use; idle for three of the scheduler's looks.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options {
-        background_threads: 1,
-        vacuum_after_idle: Some(std::time::Duration::from_millis(200)),
-        ..Options::default()
-    };
-    let db = Db::open(dir.path(), options).expect("open");
-    let t = db.create_table("t", TableOptions::btree()).expect("table");
-    let keys = 80_000u64;
-    let key = |i: u64| format!("key{:011}", i * 7919 % keys).into_bytes();
+    let (_dir, db, t) = idle_vacuum_table();
+    let keys = KEYS;
     for round in 0..2u8 {
         for i in 0..keys {
             let i = if round == 0 { i } else { keys - 1 - i };
