@@ -3,8 +3,11 @@
 //!
 //! The parent runs `--kills` rounds. In each, a child process (this binary
 //! with `--child`) opens the database, with background flushes,
-//! compactions and checkpoints going, and commits batches that write the
-//! same keys and values to an LSM table and a B-tree table. The parent
+//! compactions and checkpoints going and a thread running the B-tree
+//! table's `compact_all` again and again (its packing and moving of pages,
+//! in slices with commits between them, and its checkpoints), and commits
+//! batches that write the same keys and values to an LSM table and a
+//! B-tree table. The parent
 //! kills it with SIGKILL after a random time (one round in five within
 //! 30 ms, while the child is still opening and recovering), reopens the
 //! database itself, and checks every key of both tables against the
@@ -113,6 +116,9 @@ impl Mode {
 
 const LSM: &str = "lsm";
 const BTREE: &str = "btree";
+
+/// The pause between two vacuums of the B-tree in a child.
+const VACUUM_PAUSE_MS: u64 = 50;
 
 /// Small logs, buffers, cache and checkpoint interval, so that a child's
 /// few hundred milliseconds roll the log, flush, compact and checkpoint.
@@ -299,6 +305,16 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
     let mut state = State::open(&state_path(work), args.keys).map_err(|e| e.to_string())?;
     let db = Db::open(db_dir(work), options(args.durability)).map_err(|e| format!("open: {e}"))?;
     let tables = open_tables(&db)?;
+    // The B-tree's vacuum runs again and again beside the commits
+    // (`compact_all`: packing and moving pages a slice at a time, with the
+    // commits between the slices, and its checkpoints), so that kills land
+    // in it too. It stops at the first error; the commits report theirs.
+    let btree = tables[1].clone();
+    std::thread::spawn(move || {
+        while btree.compact_all().is_ok() {
+            std::thread::sleep(std::time::Duration::from_millis(VACUUM_PAUSE_MS));
+        }
+    });
     let mut rng = SmallRng::seed_from_u64(args.seed ^ round.wrapping_mul(0x2545_f491_4f6c_dd1d));
     let first = state.acked_batch + 1;
     for n in first.. {
