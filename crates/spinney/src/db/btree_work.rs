@@ -23,18 +23,18 @@ use crate::read_context;
 /// itself.
 const VACUUM_FILE_PAGES_MIN: u64 = 64;
 
-/// The idle vacuum packs a table whose pages hold less than this share
-/// (in percent) of its file's bytes (`BtreeTable::estimate_use`): free
-/// pages, or leaves that deletes emptied. A tree of random inserts holds
-/// about 70-80% (its leaves' fill) and is left alone; after an overwrite
-/// and its checkpoint (two images) about 40%, after most keys are deleted
-/// less.
+/// The idle vacuum packs a table whose live bytes are less than this
+/// share (in percent) of its file's bytes (`BtreeTable::estimate_use`):
+/// free pages, or leaves that deletes emptied. A tree of random inserts
+/// holds about 70-80% (its leaves' fill) and is left alone; after an
+/// overwrite and its checkpoint (two images) about 40%, after most keys
+/// are deleted less.
 const VACUUM_USED_PERCENT_MAX: u64 = 60;
 
-/// And only if the tree's own pages hold less than this share (in
-/// percent) of their bytes (leaves deletes emptied: packing them gives
-/// pages back for good), or the file is more than
-/// `VACUUM_FILE_TREES_MAX` times the tree. A tree whose leaves are full
+/// And only if the tree's live bytes are less than this share (in
+/// percent) of its pages' bytes (leaves deletes emptied: packing them
+/// gives pages back for good), or the file is more than
+/// `VACUUM_FILE_TREES_MAX_TENTHS` tenths of the tree. A tree whose leaves are full
 /// and whose free pages are the durable image a rewrite left (about one
 /// tree's worth: copy-on-write checkpoints keep two images of a tree that
 /// changed everywhere) is left alone: the next rewrite takes those pages
@@ -173,8 +173,14 @@ pub(crate) fn vacuum_btree_between(db: &DbInner, t: &BtreeTable, between: &dyn F
         db.check_writable()?;
         Ok((held, db.horizon()))
     };
+    // A slice that failed poisons the database; a slice that found it
+    // closed or refusing writes (`enter`) leaves it as it is.
     let poison = |what: &'static str| {
-        move |e: &crate::Error| db.poison(format!("{what} of table {:?} failed: {e}", t.name))
+        move |e: &crate::Error| {
+            if db.check_writable().is_ok() {
+                db.poison(format!("{what} of table {:?} failed: {e}", t.name));
+            }
+        }
     };
     if t.pack_leaves(&enter)
         .inspect_err(poison("packing the leaves"))?
