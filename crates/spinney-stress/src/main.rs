@@ -309,7 +309,7 @@ fn child(args: &Args, work: &Path, round: u64) -> Result<(), String> {
     // (`compact_all`: packing and moving pages a slice at a time, with the
     // commits between the slices, and its checkpoints), so that kills land
     // in it too. It stops at the first error; the commits report theirs.
-    let btree = tables[1].clone();
+    let btree = db.table(BTREE).map_err(|e| format!("table {BTREE}: {e}"))?;
     std::thread::spawn(move || {
         while btree.compact_all().is_ok() {
             std::thread::sleep(std::time::Duration::from_millis(VACUUM_PAUSE_MS));

@@ -507,19 +507,12 @@ fn a_btree_checkpoints_every_checkpoint_log_bytes_of_log() {
         batch.put(0, &key(i), &[b'x'; 100]);
         session.write(&batch).expect("write");
     }
-    let checkpoints = || -> u64 {
-        let stats = store
-            .printout(Benchmark::Stats)
-            .expect("stats")
-            .expect("some stats");
-        stats
-            .lines()
-            .find_map(|l| {
-                l.trim()
-                    .strip_prefix("transaction: transaction checkpoints: ")
-            })
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no count of checkpoints in {stats}"))
+    let checkpoints = || -> i64 {
+        let mut handle = store_of(store.as_ref()).conn.session().expect("session");
+        let mut connection = handle.statistics(c"statistics:").expect("statistics");
+        connection
+            .value(stats::TXN_CHECKPOINT)
+            .expect("checkpoints")
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while checkpoints() < 3 && std::time::Instant::now() < deadline {
